@@ -1,0 +1,37 @@
+"""The ``awm`` command line. stdout carries data (tables or JSON); stderr carries narration.
+
+Exit codes: 0 success, 1 the operation ran and failed, 2 bad usage or unusable input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import catalog_cmd, db_cmd
+from .common import CliError, stderr
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="awm", description="Workbench for Agent World Model environments.")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+    catalog_cmd.register(verbs)
+    db_cmd.register(verbs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        stderr.print(f"[red]error:[/red] {exc}", highlight=False)
+        return exc.code
+    except KeyboardInterrupt:
+        stderr.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

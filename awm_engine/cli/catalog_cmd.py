@@ -1,0 +1,97 @@
+"""``awm catalog list`` and ``awm catalog show``."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from rich.markup import escape
+from rich.table import Table as RichTable
+
+from ..catalog import Scenario
+from .common import add_data_arg, get_scenario, load_catalog, print_json, stdout
+
+
+def register(verbs) -> None:
+    parser = verbs.add_parser("catalog", help="list and inspect environments")
+    sub = parser.add_subparsers(dest="catalog_verb", metavar="ACTION")
+    sub.required = True
+    ls = sub.add_parser("list", help="one line per scenario: tables, tools, tasks, verifier coverage")
+    add_data_arg(ls)
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=cmd_list)
+    show = sub.add_parser("show", help="description, tables, tools with parameters, tasks")
+    show.add_argument("scenario")
+    add_data_arg(show)
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=cmd_show)
+
+
+def summary(s: Scenario) -> dict:
+    return {"scenario": s.key, "name": s.name, "tables": s.table_count, "tools": s.tool_count,
+            "tasks": len(s.tasks), "sample_rows": s.insert_count,
+            "verifiers": {"sql": s.verifier_coverage("sql"), "code": s.verifier_coverage("code")},
+            "reference_solutions": len(s.solution_refs), "data_dir": str(s.data_dir),
+            "issues": [str(i) for i in s.issues]}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=args.json)
+    rows = [summary(s) for s in catalog]
+    if args.json:
+        print_json({"scenarios": rows, "issues": [str(i) for i in catalog.issues]})
+        return 0
+    table = RichTable(title=f"{len(rows)} environments")
+    for col in ("scenario", "tables", "tools", "tasks", "rows", "sql verifiers", "code verifiers", "solutions"):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for r in rows:
+        n = r["tasks"]
+        table.add_row(escape(r["scenario"]), str(r["tables"] if r["tables"] is not None else "-"),
+                      str(r["tools"] if r["tools"] is not None else "-"), str(n), str(r["sample_rows"] or "-"),
+                      f"{r['verifiers']['sql']}/{n}", f"{r['verifiers']['code']}/{n}",
+                      str(r["reference_solutions"] or "-"), style="red" if r["issues"] else None)
+    stdout.print(table)
+    return 0
+
+
+def details(s: Scenario) -> dict:
+    tools = s.tools()
+    return {
+        **summary(s), "description": s.description,
+        "tables": [{"name": t.name, "columns": [asdict(c) for c in t.columns],
+                    "primary_key": t.primary_key, "foreign_keys": [asdict(f) for f in t.foreign_keys],
+                    "indexes": t.indexes, "error": t.error} for t in s.tables()],
+        "tools": [asdict(t) for t in tools],
+        "tasks": [{"index": i, "text": text,
+                   "verifiers": {m: bool(s.verifier_has_code[m].get(i)) for m in ("sql", "code")}}
+                  for i, text in enumerate(s.tasks)],
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=args.json)
+    s = get_scenario(catalog, args.scenario)
+    data = details(s)
+    if args.json:
+        print_json(data)
+        return 0
+    stdout.rule(f"[bold]{escape(s.name)}[/bold]  ({s.key})")
+    stdout.print(escape(s.description or "(no description)"))
+    stdout.print(f"\n[bold]Tables ({len(data['tables'])})[/bold]")
+    for t in data["tables"]:
+        fks = {f["column"]: f"{f['other_table']}.{f['other_column']}" for f in t["foreign_keys"]}
+        cols = ", ".join(
+            f"{c['name']} {c['type']}" + (" PK" if c["primary_key"] else "") + (" NOT NULL" if c["notnull"] else "")
+            + (f" -> {fks[c['name']]}" if c["name"] in fks else "") for c in t["columns"])
+        stdout.print(f"  [cyan]{escape(t['name'])}[/cyan]: {escape(cols)}" + (f" [red]{t['error']}[/red]" if t["error"] else ""))
+    stdout.print(f"\n[bold]Tools ({len(data['tools'])})[/bold]")
+    for t in data["tools"]:
+        stdout.print(f"  [green]{escape(t['name'])}[/green]  {t['method']} {escape(t['path'])}  {escape(t['summary'])}")
+        for p in t["params"]:
+            req = "required" if p["required"] else "optional"
+            stdout.print(f"      - {escape(p['name'])}: {escape(p['type'])} ({p['location']}, {req})"
+                         + (f"  {escape(p['description'])}" if p["description"] else ""))
+    stdout.print(f"\n[bold]Tasks ({len(data['tasks'])})[/bold]")
+    for t in data["tasks"]:
+        marks = " ".join(m for m, ok in t["verifiers"].items() if ok) or "no verifier"
+        stdout.print(f"  {t['index']}. {escape(t['text'])}  [dim]({marks})[/dim]")
+    return 0

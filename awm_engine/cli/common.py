@@ -1,0 +1,47 @@
+"""Helpers shared by the CLI verbs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from ..catalog import Catalog
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True)
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+def add_data_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", action="append", metavar="DIR",
+                        help="AWM data directory (repeatable); default: the bundled sample_envs/")
+
+
+def load_catalog(args: argparse.Namespace, quiet: bool = False) -> Catalog:
+    catalog = Catalog.load(args.data)
+    if not quiet:
+        for issue in catalog.issues:
+            colour = "red" if issue.level == "error" else "yellow"
+            stderr.print(f"[{colour}]{issue}[/{colour}]", highlight=False, markup=True)
+    if not len(catalog):
+        raise CliError("no scenarios found in " + ", ".join(map(str, catalog.dirs)))
+    return catalog
+
+
+def get_scenario(catalog: Catalog, name: str):
+    try:
+        return catalog.get(name)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -1,0 +1,89 @@
+"""``awm db build`` and ``awm db diff``."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+
+from ..dbbuild import build_database
+from ..dbdiff import diff_databases
+from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+
+
+def register(verbs) -> None:
+    parser = verbs.add_parser("db", help="build databases exactly as AWM does; diff two databases")
+    sub = parser.add_subparsers(dest="db_verb", metavar="ACTION")
+    sub.required = True
+    build = sub.add_parser("build", help="build <out>/<scenario>.db for each scenario, statement by statement")
+    add_data_arg(build)
+    build.add_argument("--scenario", action="append", metavar="S", help="only these scenarios (repeatable)")
+    build.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    build.add_argument("--json", action="store_true", help="print the build reports as JSON")
+    build.set_defaults(func=cmd_build)
+    diff = sub.add_parser("diff", help="row-level diff of two SQLite databases")
+    diff.add_argument("before")
+    diff.add_argument("after")
+    diff.add_argument("--json", action="store_true", help="print JSON")
+    diff.set_defaults(func=cmd_diff)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=args.json)
+    scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    reports = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=stderr, transient=True) as progress:
+        job = progress.add_task("building", total=len(scenarios))
+        for s in scenarios:
+            progress.update(job, description=f"building {s.key}")
+            reports.append(build_database(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
+            progress.advance(job)
+    payload = [r.to_dict() for r in reports]
+    (out / "build_report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+    if args.json:
+        print_json(payload)
+        return 0
+    table = RichTable(title=f"built {len(reports)} databases in {out}")
+    for col in ("scenario", "tables ok", "tables failed", "inserts ok", "inserts failed", "rows", "seconds"):
+        table.add_column(col, justify="left" if col == "scenario" else "right")
+    for r in reports:
+        table.add_row(r.scenario, str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
+                      str(sum(r.row_counts.values())), f"{r.seconds:.2f}",
+                      style="red" if r.fatal else ("yellow" if r.failures else None))
+    stdout.print(table)
+    for r in reports:
+        if r.fatal:
+            stdout.print(f"[red]{r.scenario}: {escape(r.fatal)}[/red]")
+        for f in r.failures:
+            stdout.print(f"[yellow]{r.scenario}[/yellow] {f.phase} {escape(f.table)}: {escape(f.error)}\n"
+                         f"    [dim]{escape(f.statement[:300])}[/dim]")
+    stdout.print(f"report: {out / 'build_report.json'}")
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    for p in (args.before, args.after):
+        if not Path(p).is_file():
+            raise CliError(f"no such database: {p}")
+    diff = diff_databases(args.before, args.after)
+    if args.json:
+        print_json(diff.to_dict())
+        return 0
+    counts = diff.counts()
+    stdout.print(f"{counts['tables']} tables changed: +{counts['inserted']} -{counts['deleted']} ~{counts['updated']}")
+    for t in diff.tables:
+        stdout.rule(f"{t.table} ({t.status}; key {', '.join(t.key_columns)})")
+        for row in t.inserted:
+            stdout.print(f"[green]+ {escape(json.dumps(row, default=str, ensure_ascii=False))}[/green]")
+        for row in t.deleted:
+            stdout.print(f"[red]- {escape(json.dumps(row, default=str, ensure_ascii=False))}[/red]")
+        for u in t.updated:
+            changes = ", ".join(f"{c}: {u.before[c]!r} -> {u.after[c]!r}" for c in u.changed)
+            stdout.print(f"[yellow]~ {escape(json.dumps(u.key, default=str))}[/yellow] {escape(changes)}")
+    return 0

@@ -1,0 +1,149 @@
+"""Snapshots and row-level diffs of two SQLite databases.
+
+Rows are matched by primary key, else by rowid. For every table present in either database the
+diff lists inserted rows, deleted rows and updated rows with the columns that changed.
+"""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+
+@dataclass
+class RowUpdate:
+    key: dict[str, Any]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    changed: list[str]
+
+
+@dataclass
+class TableDiff:
+    table: str
+    key_columns: list[str]  # ["rowid"] when the table has no primary key
+    status: str = "changed"  # changed | added | removed
+    inserted: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+    updated: list[RowUpdate] = field(default_factory=list)
+    columns_added: list[str] = field(default_factory=list)
+    columns_removed: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.inserted or self.deleted or self.updated or self.columns_added or self.columns_removed
+                    or self.status != "changed")
+
+
+@dataclass
+class DbDiff:
+    before: str
+    after: str
+    tables: list[TableDiff]
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.tables
+
+    def counts(self) -> dict[str, int]:
+        return {"tables": len(self.tables), "inserted": sum(len(t.inserted) for t in self.tables),
+                "deleted": sum(len(t.deleted) for t in self.tables),
+                "updated": sum(len(t.updated) for t in self.tables)}
+
+    def table(self, name: str) -> TableDiff | None:
+        return next((t for t in self.tables if t.table == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"before": self.before, "after": self.after, "summary": self.counts(),
+                "tables": [asdict(t) for t in self.tables]}
+
+
+def snapshot(src: Path | str, dst: Path | str) -> Path:
+    """Consistent copy of a live database (SQLite backup API), e.g. ``initial.db`` / ``final.db``."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.unlink(missing_ok=True)
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    target = sqlite3.connect(dst)
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+        source.close()
+    return dst
+
+
+def copy_database(src: Path | str, dst: Path | str) -> Path:
+    """Plain file copy (the fast reset path; the source must not be mid-write)."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[str], dict[tuple, dict[str, Any]]]:
+    table = db[name]
+    columns = [c.name for c in table.columns]
+    pks = [c.name for c in table.columns if c.is_pk]
+    if pks:
+        key_cols, select = pks, "*"
+    else:
+        key_cols, select = ["rowid"], "rowid, *"
+    rows: dict[tuple, dict[str, Any]] = {}
+    cursor = db.conn.execute(f'SELECT {select} FROM "{name}"')
+    names = [d[0] for d in cursor.description]
+    for values in cursor:
+        record = dict(zip(names, values))
+        key = tuple(record[k] for k in key_cols)
+        if not pks:
+            record = {c: record[c] for c in columns}
+        rows[key] = record
+    return columns, key_cols, rows
+
+
+def diff_databases(before: Path | str, after: Path | str) -> DbDiff:
+    """Row-level differences from ``before`` to ``after`` (only tables that changed are listed)."""
+    a = sqlite_utils.Database(sqlite3.connect(f"file:{before}?mode=ro", uri=True))
+    b = sqlite_utils.Database(sqlite3.connect(f"file:{after}?mode=ro", uri=True))
+    try:
+        names_a = [n for n in a.table_names() if not n.startswith("sqlite_")]
+        names_b = [n for n in b.table_names() if not n.startswith("sqlite_")]
+        tables: list[TableDiff] = []
+        for name in names_a + [n for n in names_b if n not in names_a]:
+            if name not in names_b:
+                cols, keys, rows = _read_table(a, name)
+                tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
+                continue
+            if name not in names_a:
+                cols, keys, rows = _read_table(b, name)
+                tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
+                continue
+            cols_a, keys, rows_a = _read_table(a, name)
+            cols_b, keys_b, rows_b = _read_table(b, name)
+            diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
+                             columns_removed=[c for c in cols_a if c not in cols_b])
+            if keys != keys_b:  # the key itself changed: compare by whole rows
+                rows_a = {tuple(r.items()): r for r in rows_a.values()}
+                rows_b = {tuple(r.items()): r for r in rows_b.values()}
+            for key, row in rows_b.items():
+                old = rows_a.get(key)
+                if old is None:
+                    diff.inserted.append(row)
+                    continue
+                changed = [c for c in row if c in old and old[c] != row[c]]
+                if changed:
+                    key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
+                    diff.updated.append(RowUpdate(key_dict, old, row, changed))
+            diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
+            if diff.changed:
+                tables.append(diff)
+        return DbDiff(str(before), str(after), tables)
+    finally:
+        a.conn.close()
+        b.conn.close()

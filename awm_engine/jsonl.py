@@ -1,0 +1,71 @@
+"""Reading and writing JSONL the way AWM does, with errors that name the file and line."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+
+@dataclass
+class JsonlError:
+    """A line that could not be used. ``line`` is 1-based."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class JsonlRow:
+    line: int
+    offset: int
+    data: dict[str, Any]
+
+
+def iter_jsonl(path: Path | str, errors: list[JsonlError]) -> Iterator[JsonlRow]:
+    """Yield each object line with its 1-based line number and byte offset.
+
+    Unlike the reference loader (which raises on the first bad line, blank lines included) a bad
+    line is recorded in ``errors`` and skipped, so the other rows still load. A trailing newline
+    at the end of the file is fine; blank lines elsewhere are reported.
+    """
+    path = Path(path)
+    offset = 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            start = offset
+            offset += len(raw)
+            text = raw.strip()
+            if not text:
+                errors.append(JsonlError(str(path), number, "blank line (the AWM reference loader rejects these)"))
+                continue
+            try:
+                data = json.loads(text)
+            except (ValueError, UnicodeDecodeError) as exc:
+                errors.append(JsonlError(str(path), number, f"invalid JSON: {exc}"))
+                continue
+            if not isinstance(data, dict):
+                errors.append(JsonlError(str(path), number, f"expected a JSON object, got {type(data).__name__}"))
+                continue
+            yield JsonlRow(number, start, data)
+
+
+def read_line_at(path: Path | str, offset: int) -> dict[str, Any]:
+    """Parse the single JSONL line starting at ``offset`` (for lazy records)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return json.loads(fh.readline())
+
+
+def dumps_line(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+def write_jsonl(path: Path | str, rows: list[Any]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(dumps_line(row))
