@@ -41,6 +41,7 @@ class AwmApp(App):
         table = self.query_one(DataTable)
         table.add_columns("scenario", "tables", "tools", "tasks", "sql verifiers", "code verifiers")
         self.refill("")
+        table.focus()
         errors = len(self.catalog.errors)
         self.query_one("#status", Static).update(
             f"{len(self.catalog)} environments from {', '.join(map(str, self.catalog.dirs))}"

@@ -1,0 +1,15 @@
+"""The TUI starts headless on a data directory and filters as you type."""
+from textual.widgets import DataTable
+
+from awm_tui.app import AwmApp
+
+
+async def test_catalog_lists_and_filters(awm_real):
+    app = AwmApp([str(awm_real)])
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(DataTable)
+        assert table.row_count == 3
+        await pilot.press("slash", "r", "o", "v")
+        await pilot.pause()
+        assert table.row_count == 1
+        await pilot.press("ctrl+q")
