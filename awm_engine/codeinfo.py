@@ -101,6 +101,13 @@ def static_tools(code: str) -> list[Tool]:
                               description=str(_const(kw.get("description")) or ""),
                               params=params, handler=node.name, lineno=node.lineno))
     tools.sort(key=lambda t: t.lineno)
+    last: dict[tuple[str, str], Tool] = {}
+    for tool in tools:
+        last[(tool.method, tool.path)] = tool
+    for tool in tools:
+        winner = last[(tool.method, tool.path)]
+        if winner is not tool:
+            tool.shadowed_by = winner.name
     return tools
 
 

@@ -199,15 +199,3 @@ def http_call_for(tool: ToolSpec, arguments: dict[str, Any] | None) -> HttpCall:
     if tool.method in ("get", "delete"):
         body = None
     return HttpCall(method=tool.method, path=path, query=query, headers=headers, body=body)
-
-
-def result_text(status: int, payload: bytes, content_text: str) -> str:
-    """Result text of a successful call: pretty JSON when the body is JSON, else the raw text."""
-    try:
-        return json.dumps(json.loads(payload), indent=2, ensure_ascii=False)
-    except (ValueError, UnicodeDecodeError):
-        return content_text
-
-
-def error_text(tool_name: str, status: int, body_text: str) -> str:
-    return f"Error calling {tool_name}. Status code: {status}. Response: {body_text}"

@@ -95,6 +95,7 @@ class Tool:
     params: list[ToolParam] = field(default_factory=list)
     handler: str = ""
     lineno: int = 0
+    shadowed_by: str | None = None  # a later route with the same method and path replaces this one over MCP
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import catalog_cmd, db_cmd
+from . import catalog_cmd, db_cmd, env_cmd
 from .common import CliError, stderr
 
 
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs.required = True
     catalog_cmd.register(verbs)
     db_cmd.register(verbs)
+    env_cmd.register(verbs)
     return parser
 
 

@@ -86,6 +86,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     stdout.print(f"\n[bold]Tools ({len(data['tools'])})[/bold]")
     for t in data["tools"]:
         stdout.print(f"  [green]{escape(t['name'])}[/green]  {t['method']} {escape(t['path'])}  {escape(t['summary'])}")
+        if t.get("shadowed_by"):
+            stdout.print(f"      [yellow]same method and path as '{escape(t['shadowed_by'])}': over MCP only that name "
+                         f"is listed, and its calls reach this handler (fastapi-mcp behaviour)[/yellow]")
         for p in t["params"]:
             req = "required" if p["required"] else "optional"
             stdout.print(f"      - {escape(p['name'])}: {escape(p['type'])} ({p['location']}, {req})"

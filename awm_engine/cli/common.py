@@ -11,6 +11,8 @@ from rich.console import Console
 from ..catalog import Catalog
 
 stdout = Console(soft_wrap=True)
+if not stdout.is_terminal:
+    stdout = Console(soft_wrap=True, width=160)
 stderr = Console(stderr=True)
 
 

@@ -1,0 +1,201 @@
+"""``awm env serve | check | call | test``: run environments as MCP servers, call and health-check them."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+
+from ..envcode import rewrite_code
+from ..pool import EnvLoadError, EnvPool
+from ..runtime import DEFAULT_CALL_TIMEOUT
+from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+
+
+def register(verbs) -> None:
+    parser = verbs.add_parser("env", help="serve environments over MCP, call tools, health-check")
+    sub = parser.add_subparsers(dest="env_verb", metavar="ACTION")
+    sub.required = True
+    serve = sub.add_parser("serve", help="serve one episode as an MCP server (streamable HTTP or stdio)")
+    add_data_arg(serve)
+    serve.add_argument("--scenario", required=True)
+    serve.add_argument("--task", type=int, help="task index (recorded in session.json)")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--port", type=int, default=8001, help="HTTP port on 127.0.0.1 (default 8001; 0 = any)")
+    where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
+    serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
+    serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
+    serve.set_defaults(func=cmd_serve)
+    check = sub.add_parser("check", help="list the tools of a running MCP server")
+    check.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8001/mcp")
+    check.add_argument("--timeout", type=float, default=10.0)
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=cmd_check)
+    call = sub.add_parser("call", help="one tool call on a fresh episode; prints the result text")
+    add_data_arg(call)
+    call.add_argument("scenario")
+    call.add_argument("tool")
+    call.add_argument("--args", default="{}", metavar="JSON", help="tool arguments as a JSON object")
+    call.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT)
+    call.add_argument("--keep", metavar="DIR", help="keep the episode's initial.db/final.db in DIR")
+    call.add_argument("--json", action="store_true", help="print the full result record")
+    call.set_defaults(func=cmd_call)
+    test = sub.add_parser("test", help="load environments and call every GET tool once")
+    add_data_arg(test)
+    which = test.add_mutually_exclusive_group()
+    which.add_argument("--scenario", action="append", metavar="S")
+    which.add_argument("--all", action="store_true", help="every scenario (the default)")
+    test.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
+    test.add_argument("--json", action="store_true")
+    test.set_defaults(func=cmd_test)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from ..mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
+
+    catalog = load_catalog(args, quiet=args.stdio)
+    scenario = get_scenario(catalog, args.scenario)
+    if args.task is not None and not 0 <= args.task < len(scenario.tasks):
+        raise CliError(f"{scenario.key} has no task {args.task}")
+    out = Path(args.out) if args.out else Path("outputs") / "servers" / (
+        time.strftime("%Y%m%d_%H%M%S") + f"_{scenario.key}_{secrets.token_hex(2)}")
+    out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
+    port = args.port
+    if not args.stdio and port == 0:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind((HOST, 0))
+            port = probe.getsockname()[1]
+    pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log")
+    await pool.start()
+    try:
+        try:
+            episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
+        except EnvLoadError as exc:
+            raise CliError(str(exc), 1) from None
+        (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
+        url = None if args.stdio else f"http://{HOST}:{port}{MCP_PATH}"
+        session = {"scenario": scenario.key, "task_id": args.task,
+                   "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
+                   "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
+                   "final_db": str(episode.final_db), "tools": len(episode.tools), "started": time.time()}
+        (out / "session.json").write_text(json.dumps(session, indent=2))
+        server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
+        stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
+        if args.stdio:
+            await serve_stdio(server)
+        else:
+            stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
+            await serve_http(server, port)
+        await episode.close()
+    finally:
+        await pool.close()
+    stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_serve(args))
+    except KeyboardInterrupt:
+        return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..mcp_server import list_remote_tools
+
+    try:
+        tools = asyncio.run(list_remote_tools(args.url, args.timeout))
+    except Exception as exc:  # noqa: BLE001 - any connection failure is reported the same way
+        raise CliError(f"could not list tools at {args.url}: {type(exc).__name__}: {exc}", 1) from None
+    if args.json:
+        print_json({"url": args.url, "running": bool(tools), "tools": tools})
+        return 0 if tools else 1
+    table = RichTable(title=f"{len(tools)} tools at {args.url}")
+    table.add_column("tool")
+    table.add_column("parameters")
+    table.add_column("summary")
+    for t in tools:
+        props = t["inputSchema"].get("properties", {})
+        req = set(t["inputSchema"].get("required", []))
+        table.add_row(t["name"], ", ".join(p + ("*" if p in req else "") for p in props),
+                      escape(t["description"].split("\n")[0]))
+    stdout.print(table)
+    return 0 if tools else 1
+
+
+async def _call(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=True)
+    scenario = get_scenario(catalog, args.scenario)
+    try:
+        arguments = json.loads(args.args)
+    except ValueError as exc:
+        raise CliError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise CliError("--args must be a JSON object")
+    async with EnvPool(workers=1, call_timeout=args.timeout) as pool:
+        try:
+            episode = await pool.open_episode(scenario, run_dir=Path(args.keep).resolve() if args.keep else None)
+        except EnvLoadError as exc:
+            raise CliError(str(exc), 1) from None
+        result = await episode.call_tool(args.tool, arguments)
+        await episode.close()
+    if args.json:
+        print_json({"scenario": scenario.key, "tool": args.tool, "arguments": arguments, **result.to_dict()})
+    else:
+        sys.stdout.write(result.text + "\n")
+    return 1 if result.is_error else 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    return asyncio.run(_call(args))
+
+
+async def _test(args: argparse.Namespace) -> int:
+    from ..health import check_scenario
+
+    catalog = load_catalog(args, quiet=args.json)
+    scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
+    reports = []
+    async with EnvPool(workers=args.workers) as pool:
+        limit = asyncio.Semaphore(pool.n_workers)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=stderr, transient=True) as progress:
+            job = progress.add_task("testing environments", total=len(scenarios))
+
+            async def one(s):
+                async with limit:
+                    report = await check_scenario(pool, s)
+                progress.advance(job)
+                return report
+
+            reports = await asyncio.gather(*(one(s) for s in scenarios))
+    if args.json:
+        print_json([r.to_dict() for r in reports])
+    else:
+        table = RichTable(title=f"health of {len(reports)} environments")
+        for col in ("scenario", "status", "loads", "tools", "GET calls", "ok", "5xx", "4xx", "other", "seconds"):
+            table.add_column(col, justify="left" if col in ("scenario", "status") else "right")
+        for r in reports:
+            colour = {"ok": "green", "errors": "yellow", "broken": "red"}[r.status]
+            table.add_row(r.scenario, f"[{colour}]{r.status}[/{colour}]", "yes" if r.loads else "no", str(r.tools),
+                          str(r.get_tools), str(r.calls_ok), str(r.calls_5xx), str(r.calls_4xx),
+                          str(r.calls_other_error), f"{r.seconds:.2f}")
+        stdout.print(table)
+        for r in reports:
+            if r.error:
+                stdout.print(f"[red]{r.scenario}: {escape(r.error)}[/red]")
+    return 0 if all(r.loads for r in reports) else 1
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    return asyncio.run(_test(args))

@@ -1,0 +1,149 @@
+"""Generated environment code: the reference's line rewrites, a fit check for shared loading, and exec.
+
+The reference launches ``full_code`` after two line-based rewrites (spec/awm-format.md §4.2): every
+line containing ``create_engine(`` becomes ``<prefix>create_engine('sqlite:///<db>', connect_args=…)``
+and every line containing ``uvicorn.run(app`` becomes a fixed 4-space-indented startup block that
+mounts fastapi-mcp. awm applies the same rewrites so the released code behaves identically —
+including the environments the rewrite breaks (a multi-line ``create_engine(`` call leaves a syntax
+error, as it did for the reference).
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import sys
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+PRELUDE = ["import warnings", "warnings.filterwarnings('ignore', category=DeprecationWarning)"]
+
+
+def rewrite_code(code: str, db_path: str, host: str = "127.0.0.1", port: int = 8001) -> str:
+    """The reference's patch of ``full_code`` for a server on ``db_path`` (line numbers shift by +2)."""
+    out = list(PRELUDE)
+    for line in code.split("\n"):
+        if "create_engine(" in line:
+            prefix = line[: line.index("create_engine(")]
+            out.append(f"{prefix}create_engine('sqlite:///{db_path}', connect_args={{'check_same_thread': False}})")
+        elif "uvicorn.run(app" in line:
+            out.extend("    " + s for s in (
+                "import os",
+                f"host = os.environ.get('HOST', '{host}')",
+                f"port = os.environ.get('PORT', {port})",
+                "print(f'Server starting on port={port}')",
+                "from fastapi_mcp import FastApiMCP",
+                "mcp = FastApiMCP(app)",
+                "mcp.mount_http()",
+                "print(f'MCP server enabled, please visit http://{host}:{port}/mcp for the MCP service')",
+                "uvicorn.run(app, host=host, port=int(port))",
+            ))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+@dataclass
+class CodeFit:
+    """Whether one loaded module can serve many episodes by routing its session factory."""
+
+    fits: bool
+    engine_name: str | None = None
+    session_name: str | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
+def _call_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        f = node.func
+        return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return ""
+
+
+def analyze_fit(tree: ast.Module) -> CodeFit:
+    """Shared loading needs: one module-level ``E = create_engine(...)``, one ``S = sessionmaker(bind=E)``,
+    ``E`` used nowhere else but ``create_all``, and ``S`` only called inside functions."""
+    reasons: list[str] = []
+    engines = [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and _call_name(n.value) == "create_engine"]
+    makers = [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and _call_name(n.value) == "sessionmaker"]
+    if len(engines) != 1:
+        return CodeFit(False, reasons=[f"expected one module-level create_engine assignment, found {len(engines)}"])
+    if len(makers) != 1:
+        return CodeFit(False, reasons=[f"expected one module-level sessionmaker assignment, found {len(makers)}"])
+    engine, session = engines[0], makers[0].targets[0].id
+    allowed: set[int] = set()
+    for node in ast.walk(makers[0].value):
+        allowed.add(id(node))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
+                isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "create_all":
+            allowed.update(id(n) for n in ast.walk(stmt.value))
+    function_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            for stmt in body:
+                function_nodes.update(id(n) for n in ast.walk(stmt))
+        if isinstance(node, ast.Global) and (engine in node.names or session in node.names):
+            reasons.append(f"line {node.lineno}: 'global' rebinds {engine} or {session}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id == engine and id(node) not in allowed:
+                reasons.append(f"line {node.lineno}: uses the engine '{engine}' directly")
+            elif node.id == session and id(node) not in function_nodes:
+                reasons.append(f"line {node.lineno}: uses '{session}' at import time")
+        elif isinstance(node, ast.Attribute) and node.attr in ("engine", "bind") and \
+                isinstance(node.value, ast.Name) and node.value.id == session:
+            reasons.append(f"line {node.lineno}: reads {session}.{node.attr}")
+    return CodeFit(not reasons, engine, session, reasons)
+
+
+class EnvCodeError(Exception):
+    """The environment's code cannot be loaded (syntax error, import error, no FastAPI app)."""
+
+
+_counter = itertools.count()
+
+
+def exec_module(code: str, scenario_key: str, db_path: str) -> tuple[types.ModuleType, str]:
+    """Rewrite for ``db_path`` and execute as a fresh module; returns (module, rewritten source)."""
+    source = rewrite_code(code, db_path)
+    name = f"awm_env_{scenario_key}_{next(_counter)}"
+    try:
+        compiled = compile(source, f"<{scenario_key}/server_code.py>", "exec")
+    except SyntaxError as exc:
+        raise EnvCodeError(f"syntax error in generated code (after the reference rewrite) at line "
+                           f"{exc.lineno}: {exc.msg}") from None
+    module = types.ModuleType(name)
+    module.__dict__["__file__"] = f"<{scenario_key}/server_code.py>"
+    sys.modules[name] = module
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compiled, module.__dict__)
+    except BaseException as exc:  # generated code may raise anything at import time
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise EnvCodeError(f"generated code failed at import: {type(exc).__name__}: {exc}") from None
+    app = module.__dict__.get("app")
+    if app is None or not hasattr(app, "openapi"):
+        sys.modules.pop(name, None)
+        raise EnvCodeError("generated code defines no FastAPI 'app'")
+    return module, source
+
+
+def forget_module(module: types.ModuleType) -> None:
+    sys.modules.pop(module.__name__, None)
+
+
+def session_factory_kwargs(factory: Any) -> dict[str, Any]:
+    """The configuration of a ``sessionmaker`` (everything but its bind)."""
+    kw = dict(getattr(factory, "kw", {}))
+    kw.pop("bind", None)
+    if getattr(factory, "class_", None) is not None:
+        kw["class_"] = factory.class_
+    return kw

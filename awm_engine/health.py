@@ -1,0 +1,127 @@
+"""Environment health: load each scenario, list its tools, call every GET tool once.
+
+The result per scenario (loads / tools listed / calls ok / calls failing with 5xx) feeds
+``awm env test`` and the health column of the TUI; it is cached per code and data version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .catalog import Scenario
+from .paths import cache_dir
+from .pool import EnvLoadError, EnvPool
+
+
+@dataclass
+class CallOutcome:
+    tool: str
+    arguments: dict[str, Any]
+    status: int | None
+    is_error: bool
+    error_kind: str | None
+    text: str
+
+
+@dataclass
+class HealthReport:
+    scenario: str
+    loads: bool
+    error: str | None = None
+    tools: int = 0
+    get_tools: int = 0
+    calls_ok: int = 0
+    calls_5xx: int = 0
+    calls_4xx: int = 0
+    calls_other_error: int = 0
+    shared: bool | None = None
+    seconds: float = 0.0
+    calls: list[CallOutcome] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if not self.loads:
+            return "broken"
+        if self.calls_5xx:
+            return "errors"
+        return "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status
+        return data
+
+
+def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments from a tool's input schema: each property's example or default, placeholders for the rest."""
+    args: dict[str, Any] = {}
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        if prop.get("examples"):
+            args[name] = prop["examples"][0]
+        elif "example" in prop:
+            args[name] = prop["example"]
+        elif "default" in prop and prop["default"] is not None:
+            args[name] = prop["default"]
+        elif name in required:
+            kind = prop.get("type") or next((s.get("type") for s in prop.get("anyOf", []) if s.get("type") != "null"),
+                                            "string")
+            args[name] = {"integer": 1, "number": 1.0, "boolean": True, "array": [], "object": {}}.get(kind, "string")
+    return args
+
+
+def _cache_path(scenario: Scenario) -> Path:
+    digest = hashlib.sha256(((scenario.code or "") + scenario.content_hash()).encode()).hexdigest()[:16]
+    return cache_dir() / "health" / f"{scenario.key}-{digest}.json"
+
+
+def cached_health(scenario: Scenario) -> dict[str, Any] | None:
+    try:
+        return json.loads(_cache_path(scenario).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+async def check_scenario(pool: EnvPool, scenario: Scenario) -> HealthReport:
+    started = time.perf_counter()
+    report = HealthReport(scenario.key, loads=False)
+    try:
+        episode = await pool.open_episode(scenario)
+    except EnvLoadError as exc:
+        report.error = str(exc)
+    else:
+        report.loads = True
+        report.shared = episode.shared
+        try:
+            tools = episode.list_tools()
+            report.tools = len(tools)
+            gets = [t for t in tools if episode.methods.get(t["name"]) == "get"]
+            report.get_tools = len(gets)
+            for tool in gets:
+                args = example_arguments(tool["inputSchema"])
+                result = await episode.call_tool(tool["name"], args)
+                report.calls.append(CallOutcome(tool["name"], args, result.status, result.is_error,
+                                                result.error_kind, result.text[:500]))
+                if not result.is_error:
+                    report.calls_ok += 1
+                elif result.error_kind == "http_5xx":
+                    report.calls_5xx += 1
+                elif result.error_kind == "http_4xx":
+                    report.calls_4xx += 1
+                else:
+                    report.calls_other_error += 1
+        finally:
+            await episode.close()
+    report.seconds = time.perf_counter() - started
+    path = _cache_path(scenario)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report.to_dict(), ensure_ascii=False, default=str))
+    except OSError:
+        pass
+    return report
+

@@ -1,0 +1,69 @@
+"""The MCP façade: one episode served over streamable HTTP (127.0.0.1 only) or stdio, with fastmcp.
+
+Tools are the environment's routes with fastapi-mcp's names, descriptions and input schemas; a call
+goes to the episode (hosted by a worker process) and returns exactly the text the in-process path
+returns, with ``isError`` set for rejected calls and HTTP errors.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.tools.base import Tool, ToolResult as McpToolResult
+from mcp.types import TextContent
+from pydantic import PrivateAttr
+
+HOST = "127.0.0.1"
+MCP_PATH = "/mcp"
+
+
+class EpisodeTool(Tool):
+    """One environment tool; ``run`` forwards the raw arguments to the episode."""
+
+    _episode: Any = PrivateAttr(default=None)
+    _log: Any = PrivateAttr(default=None)
+
+    async def run(self, arguments: dict[str, Any]) -> McpToolResult:
+        result = await self._episode.call_tool(self.name, arguments)
+        if self._log is not None:
+            self._log({"time": time.time(), "tool": self.name, "arguments": arguments, "is_error": result.is_error,
+                       "status": result.status, "error_kind": result.error_kind,
+                       "elapsed_ms": round(result.elapsed_ms, 3)})
+        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
+
+
+def build_server(episode: Any, name: str, log_path: Path | None = None) -> FastMCP:
+    server = FastMCP(name=name, instructions=f"AWM environment {name}. You are logged in as user 1.")
+    log_file = open(log_path, "a", encoding="utf-8") if log_path else None
+
+    def log(entry: dict[str, Any]) -> None:
+        log_file.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+        log_file.flush()
+
+    for spec in episode.list_tools():
+        tool = EpisodeTool(name=spec["name"], description=spec["description"], parameters=spec["inputSchema"])
+        tool._episode = episode
+        tool._log = log if log_file else None
+        server.add_tool(tool)
+    return server
+
+
+async def serve_http(server: FastMCP, port: int) -> None:
+    await server.run_http_async(transport="http", host=HOST, port=port, path=MCP_PATH, show_banner=False,
+                                log_level="warning")
+
+
+async def serve_stdio(server: FastMCP) -> None:
+    await server.run_stdio_async(show_banner=False)
+
+
+async def list_remote_tools(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """``tools/list`` on any MCP server (streamable HTTP URL)."""
+    from fastmcp import Client
+
+    async with Client(url, timeout=timeout) as client:
+        tools = await client.list_tools()
+    return [{"name": t.name, "description": t.description or "", "inputSchema": t.inputSchema} for t in tools]

@@ -1,0 +1,314 @@
+"""A pool of environment worker processes, and the episode handles front ends use.
+
+Generated environment code never runs in the caller's process: ``EnvPool`` starts ``workers``
+subprocesses (scrubbed environment, own session/process group, logs to a file), loads a scenario's
+module at most once per worker, and places each episode on the least-loaded worker. A call that
+does not come back within its timeout plus a grace period kills that worker; the pool starts a new
+one and re-attaches the other episodes to their databases on disk, so only the hung call is lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .catalog import Scenario
+from .runtime import DEFAULT_CALL_TIMEOUT, ToolResult
+from .sandbox import scrubbed_env
+from .templates import TemplateCache
+
+KILL_GRACE = 5.0
+
+
+class WorkerError(Exception):
+    def __init__(self, message: str, kind: str = "worker"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class EnvLoadError(Exception):
+    """A scenario's code could not be loaded (syntax or import error, no app)."""
+
+
+class WorkerProcess:
+    """One subprocess speaking JSON lines over a socket pair."""
+
+    def __init__(self, index: int, log_path: Path, cwd: Path | None = None):
+        self.index = index
+        self.cwd = cwd or log_path.parent
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+        self.pending: dict[int, asyncio.Future] = {}
+        self.ids = itertools.count(1)
+        self.loaded: dict[str, dict[str, Any]] = {}
+        self.load_locks: dict[str, asyncio.Lock] = {}
+        self.episodes: set[str] = set()
+        self.alive = False
+        self._reader_task: asyncio.Task | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def start(self) -> None:
+        parent, child = socket.socketpair()
+        log = open(self.log_path, "ab")
+        root = str(Path(__file__).resolve().parent.parent)
+        env = scrubbed_env({"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)})
+        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.worker", "--fd", str(child.fileno())],
+                                     pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=log, start_new_session=True, cwd=str(self.cwd))
+        child.close()
+        log.close()
+        reader, self._writer = await asyncio.open_connection(sock=parent, limit=1 << 26)
+        self.alive = True
+        self.loaded.clear()
+        self._reader_task = asyncio.create_task(self._read(reader))
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                msg = json.loads(line)
+                future = self.pending.pop(msg.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_result(msg)
+        finally:
+            self.alive = False
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(WorkerError(f"environment worker {self.index} exited "
+                                                     f"(log: {self.log_path})", "worker_died"))
+            self.pending.clear()
+
+    async def request(self, op: str, wait: float | None = None, **fields: Any) -> dict[str, Any]:
+        if not self.alive or self._writer is None:
+            raise WorkerError(f"environment worker {self.index} is not running", "worker_died")
+        rid = next(self.ids)
+        future = asyncio.get_running_loop().create_future()
+        self.pending[rid] = future
+        self._writer.write((json.dumps({"id": rid, "op": op, **fields}, ensure_ascii=False) + "\n").encode())
+        await self._writer.drain()
+        try:
+            msg = await asyncio.wait_for(future, wait)
+        except (asyncio.TimeoutError, TimeoutError):
+            self.pending.pop(rid, None)
+            raise
+        if not msg.get("ok"):
+            raise WorkerError(msg.get("error", "worker error"), msg.get("kind", "worker"))
+        return msg["result"]
+
+    def kill(self) -> None:
+        self.alive = False
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+        if self._writer is not None:
+            self._writer.close()
+
+    async def stop(self) -> None:
+        if self.alive and self._writer is not None:
+            try:
+                self._writer.write(b'{"op": "shutdown"}\n')
+                await self._writer.drain()
+                await asyncio.wait_for(asyncio.to_thread(self.proc.wait), 3)
+            except (OSError, asyncio.TimeoutError, TimeoutError):
+                pass
+        self.kill()
+
+
+@dataclass
+class EpisodeInfo:
+    id: str
+    scenario: str
+    run_dir: Path
+    initial_db: Path
+    final_db: Path
+
+
+class PoolEpisode:
+    """An episode hosted by a worker: list tools, call tools, reset, close."""
+
+    def __init__(self, pool: "EnvPool", scenario: Scenario, info: EpisodeInfo, worker: WorkerProcess,
+                 tools: list[dict[str, Any]], shared: bool):
+        self.pool = pool
+        self.scenario = scenario
+        self.info = info
+        self.worker = worker
+        self.tools = tools
+        self.shared = shared
+        self.methods: dict[str, str] = {}
+        self.task_idx: int | None = None
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def run_dir(self) -> Path:
+        return self.info.run_dir
+
+    @property
+    def initial_db(self) -> Path:
+        return self.info.initial_db
+
+    @property
+    def final_db(self) -> Path:
+        return self.info.final_db
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self.tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
+                        timeout: float | None = None) -> ToolResult:
+        timeout = self.pool.call_timeout if timeout is None else timeout
+        if self.closed:
+            return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
+        await self.pool._ensure_attached(self)
+        try:
+            data = await self.worker.request("call", wait=timeout + KILL_GRACE, episode=self.id, tool=name,
+                                             arguments=arguments or {}, timeout=timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            await self.pool._restart(self.worker)
+            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s (the environment worker "
+                              "was restarted)", True, error_kind="timeout", elapsed_ms=timeout * 1000)
+        except WorkerError as exc:
+            if exc.kind == "worker_died":
+                await self.pool._restart(self.worker)
+            return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal")
+        return ToolResult(**data)
+
+    async def reset(self) -> None:
+        await self.pool._ensure_attached(self)
+        await self.worker.request("reset", episode=self.id)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.worker.episodes.discard(self.id)
+        self.pool.episodes.pop(self.id, None)
+        if self.worker.alive:
+            try:
+                await self.worker.request("close", wait=10, episode=self.id)
+            except (WorkerError, asyncio.TimeoutError, TimeoutError):
+                pass
+
+
+class EnvPool:
+    """``async with EnvPool() as pool: ep = await pool.open_episode(scenario)``."""
+
+    def __init__(self, workers: int | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+                 workdir: Path | str | None = None, templates: TemplateCache | None = None,
+                 log_path: Path | str | None = None):
+        self.n_workers = workers or max(1, min(os.cpu_count() or 1, 8))
+        self.call_timeout = call_timeout
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_pool_"))
+        self.templates = templates or TemplateCache()
+        self.log_path = Path(log_path) if log_path else None
+        self.workers: list[WorkerProcess] = []
+        self.episodes: dict[str, PoolEpisode] = {}
+        self._restart_lock = asyncio.Lock()
+
+    async def __aenter__(self) -> "EnvPool":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for i in range(self.n_workers):
+            log = self.log_path if (self.log_path and self.n_workers == 1) else self.workdir / f"worker-{i}.log"
+            worker = WorkerProcess(i, log, self.workdir)
+            await worker.start()
+            self.workers.append(worker)
+
+    async def close(self) -> None:
+        for episode in list(self.episodes.values()):
+            await episode.close()
+        await asyncio.gather(*(w.stop() for w in self.workers))
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def _load(self, worker: WorkerProcess, scenario: Scenario) -> dict[str, Any]:
+        lock = worker.load_locks.setdefault(scenario.key, asyncio.Lock())
+        async with lock:
+            if scenario.key not in worker.loaded:
+                code = scenario.code
+                if code is None:
+                    raise EnvLoadError(f"{scenario.key}: no environment code")
+                template, report = await asyncio.to_thread(self.templates.get, scenario)
+                if report.fatal and "schema only" not in report.fatal and report.tables_ok == 0:
+                    raise EnvLoadError(f"{scenario.key}: database build failed: {report.fatal}")
+                try:
+                    worker.loaded[scenario.key] = await worker.request(
+                        "load", wait=120, scenario=scenario.key, code=code, template=str(template),
+                        workdir=str(self.workdir / f"w{worker.index}"))
+                except WorkerError as exc:
+                    raise EnvLoadError(f"{scenario.key}: {exc}") from None
+        return worker.loaded[scenario.key]
+
+    async def load(self, scenario: Scenario) -> dict[str, Any]:
+        """Load a scenario on one worker (e.g. to list its tools); raises EnvLoadError for broken code."""
+        return await self._load(self._pick(scenario), scenario)
+
+    def _pick(self, scenario: Scenario) -> WorkerProcess:
+        alive = [w for w in self.workers if w.alive] or self.workers
+        return min(alive, key=lambda w: (len(w.episodes), scenario.key not in w.loaded, w.index))
+
+    async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
+                           episode_id: str | None = None, task_idx: int | None = None) -> PoolEpisode:
+        """An isolated episode: its own ``initial.db`` and working ``final.db`` in ``run_dir``."""
+        if task_idx is not None:
+            scenario.task(task_idx)  # IndexError for a task that does not exist
+        worker = self._pick(scenario)
+        loaded = await self._load(worker, scenario)
+        episode_id = episode_id or uuid.uuid4().hex[:12]
+        run_dir = Path(run_dir) if run_dir else self.workdir / "episodes" / episode_id
+        data = await worker.request("open", wait=60, scenario=scenario.key, run_dir=str(run_dir),
+                                    episode=episode_id)
+        info = EpisodeInfo(episode_id, scenario.key, run_dir, Path(data["initial_db"]), Path(data["final_db"]))
+        episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"])
+        episode.methods = loaded.get("methods", {})
+        episode.task_idx = task_idx
+        worker.episodes.add(episode_id)
+        self.episodes[episode_id] = episode
+        return episode
+
+    async def _restart(self, worker: WorkerProcess) -> None:
+        async with self._restart_lock:
+            if worker.alive and worker.proc and worker.proc.poll() is None:
+                worker.kill()
+            if not worker.alive:
+                await worker.start()
+                worker.attached = set()
+
+    async def _ensure_attached(self, episode: PoolEpisode) -> None:
+        """After a worker restart, re-open the episode on its existing databases (state is on disk)."""
+        worker = episode.worker
+        if not worker.alive:
+            await self._restart(worker)
+        attached = getattr(worker, "attached", None)
+        if attached is None or episode.id in attached:
+            return
+        await self._load(worker, episode.scenario)
+        await worker.request("open", wait=60, scenario=episode.scenario.key, run_dir=str(episode.run_dir),
+                             episode=episode.id, attach=True)
+        attached.add(episode.id)

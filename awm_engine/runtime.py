@@ -1,0 +1,279 @@
+"""In-process environment runtime: a scenario's code is loaded once, episodes route to their own DB.
+
+This is the hot path (spec/engine-notes.md C.3). ``LoadedEnv`` executes a scenario's rewritten
+module once; when the code fits (see ``envcode.analyze_fit``) its module-global session factory is
+replaced by a router that hands every handler a session on the *current episode's* engine, chosen
+through a context variable. Code that does not fit is executed again for each episode ("isolated").
+
+Tool calls follow fastapi-mcp 0.4.0: unknown tools and invalid arguments are rejected before any
+request, arguments become an HTTP request to the app (in-process ASGI), a JSON answer is rendered
+with ``indent=2``, and HTTP 4xx/5xx become ``Error calling <op>. Status code: <code>. Response: <body>``.
+Calls run on worker threads so a per-call timeout can stop a handler that hangs.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import ctypes
+import shutil
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import best_match
+from sqlalchemy import create_engine
+from sqlalchemy.orm import sessionmaker
+
+from . import envcode
+from .asgi_call import asgi_request, encode_request, response_text
+from .openapi_tools import ToolSpec, http_call_for, tools_from_openapi
+
+current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
+DEFAULT_CALL_TIMEOUT = 10.0
+
+
+class ToolCallTimeout(BaseException):
+    """Raised inside a handler thread whose call ran past its timeout (BaseException: apps can't swallow it)."""
+
+
+@dataclass
+class ToolResult:
+    text: str
+    is_error: bool = False
+    status: int | None = None  # the HTTP status, when a request was made
+    error_kind: str | None = None  # unknown_tool | invalid_arguments | http_4xx | http_5xx | timeout | internal
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RoutedSessionFactory:
+    """Stands in for the module's ``SessionLocal``: a session on the current episode's database."""
+
+    def __init__(self, scenario_key: str):
+        self.scenario_key = scenario_key
+
+    def __call__(self, **kwargs: Any):
+        episode = current_episode.get()
+        if episode is None:
+            raise RuntimeError(f"{self.scenario_key}: a session was requested outside any episode")
+        return episode.session_factory(**kwargs)
+
+
+class LoadedEnv:
+    """One scenario's code, executed once in this process."""
+
+    def __init__(self, key: str, code: str, template_db: Path | str, workdir: Path | str,
+                 mode: str = "auto"):
+        self.key = key
+        self.code = code
+        self.template_db = Path(template_db)
+        self.workdir = Path(workdir) / key
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        tree = None
+        try:
+            import ast
+
+            tree = ast.parse(envcode.rewrite_code(code, "x.db"))
+        except SyntaxError:
+            pass
+        self.fit = envcode.analyze_fit(tree) if tree is not None else envcode.CodeFit(False, reasons=["syntax"])
+        self.shared = mode == "shared" or (mode == "auto" and self.fit.fits)
+        self.module_db = self.workdir / "module.db"
+        shutil.copyfile(self.template_db, self.module_db)
+        self.module, self.source = envcode.exec_module(code, key, str(self.module_db))
+        self.app = self.module.app
+        self.tools: list[ToolSpec] = tools_from_openapi(self.app.openapi())
+        self.tools_by_name = {t.name: t for t in self.tools}
+        self._validators: dict[str, Any] = {}
+        self.session_kwargs: dict[str, Any] = {}
+        if self.shared:
+            factory = self.module.__dict__[self.fit.session_name]
+            self.session_kwargs = envcode.session_factory_kwargs(factory)
+            self.module.__dict__[self.fit.engine_name].dispose()
+            self.module.__dict__[self.fit.session_name] = RoutedSessionFactory(key)
+
+    def validator(self, tool: ToolSpec):
+        v = self._validators.get(tool.name)
+        if v is None:
+            cls = jsonschema.validators.validator_for(tool.input_schema)
+            v = self._validators[tool.name] = cls(tool.input_schema)
+        return v
+
+    def mcp_tools(self) -> list[dict[str, Any]]:
+        return [t.to_mcp() for t in self.tools]
+
+    def close(self) -> None:
+        engine = self.module.__dict__.get(self.fit.engine_name or "engine")
+        if hasattr(engine, "dispose"):
+            engine.dispose()
+        envcode.forget_module(self.module)
+
+
+_thread_state = threading.local()
+_executor: ThreadPoolExecutor | None = None
+
+
+def _executor_for_calls() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="awm-call")
+    return _executor
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    loop = getattr(_thread_state, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _thread_state.loop = asyncio.new_event_loop()
+    return loop
+
+
+def interrupt_thread(thread_id: int) -> bool:
+    """Raise ToolCallTimeout inside another thread (lands at its next Python instruction)."""
+    return ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                                      ctypes.py_object(ToolCallTimeout)) == 1
+
+
+class Episode:
+    """An isolated run of one scenario: its own ``initial.db`` and working ``final.db``."""
+
+    def __init__(self, env: LoadedEnv, run_dir: Path | str | None = None, episode_id: str | None = None,
+                 attach: bool = False):
+        self.id = episode_id or uuid.uuid4().hex[:12]
+        self.env = env
+        self.run_dir = Path(run_dir) if run_dir else env.workdir / "episodes" / self.id
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.initial_db = self.run_dir / "initial.db"
+        self.final_db = self.run_dir / "final.db"
+        self.private: LoadedEnv | None = None
+        self.engine = None
+        self.session_factory = None
+        self.calls = 0
+        self.closed = False
+        self._lock = threading.Lock()
+        self._open(copy=not (attach and self.final_db.exists() and self.initial_db.exists()))
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _open(self, copy: bool = True) -> None:
+        """Fresh copies of the databases (or, with ``copy=False``, re-attach to the ones on disk)."""
+        if copy:
+            shutil.copyfile(self.env.template_db, self.initial_db)
+        if self.env.shared:
+            if copy:
+                shutil.copyfile(self.env.module_db, self.final_db)
+            self.engine = create_engine(f"sqlite:///{self.final_db}", connect_args={"check_same_thread": False})
+            self.session_factory = sessionmaker(bind=self.engine, **self.env.session_kwargs)
+        else:
+            self.private = _PrivateEnv(self.env, self.final_db, copy)
+
+    @property
+    def loaded(self) -> LoadedEnv:
+        return self.private or self.env
+
+    def reset(self) -> None:
+        """Back to the initial state: fresh copies of the databases (no rebuild, no re-exec when shared)."""
+        self._release()
+        self._open()
+        self.calls = 0
+
+    def _release(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
+            self.engine = None
+        if self.private is not None:
+            self.private.close()
+            self.private = None
+
+    def close(self) -> None:
+        """Stop serving; ``initial.db`` and ``final.db`` stay in the run directory."""
+        if not self.closed:
+            self._release()
+            self.closed = True
+
+    # -- tools ------------------------------------------------------------------------------
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self.loaded.mcp_tools()
+
+    def prepare(self, name: str, arguments: dict[str, Any] | None) -> tuple[ToolSpec | None, ToolResult | None]:
+        """Checks made before any request: known tool, arguments valid against its input schema."""
+        env = self.loaded
+        tool = env.tools_by_name.get(name)
+        if tool is None:
+            return None, ToolResult(f"Unknown tool: {name}", True, error_kind="unknown_tool")
+        error = best_match(env.validator(tool).iter_errors(arguments or {}))
+        if error is not None:
+            return None, ToolResult(f"Input validation error: {error.message}", True, error_kind="invalid_arguments")
+        return tool, None
+
+    def call_tool_sync(self, name: str, arguments: dict[str, Any] | None = None,
+                       _slot: dict[str, Any] | None = None) -> ToolResult:
+        """Run one call on the calling thread."""
+        started = time.perf_counter()
+        if self.closed:
+            return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
+        tool, rejected = self.prepare(name, arguments)
+        if rejected is not None:
+            return rejected
+        call = http_call_for(tool, arguments or {})
+        request = encode_request(call.method, call.path, call.query, call.headers, call.body)
+        with self._lock:
+            if _slot is not None:
+                _slot["thread"] = threading.get_ident()
+            token = current_episode.set(self)
+            try:
+                response = _thread_loop().run_until_complete(asgi_request(self.loaded.app, request))
+            except ToolCallTimeout:
+                return ToolResult(f"Error calling {name}: the handler was stopped after its timeout", True,
+                                  error_kind="timeout", elapsed_ms=(time.perf_counter() - started) * 1000)
+            finally:
+                current_episode.reset(token)
+                if _slot is not None:
+                    _slot["thread"] = None
+            self.calls += 1
+        elapsed = (time.perf_counter() - started) * 1000
+        if 400 <= response.status < 600:
+            kind = "http_4xx" if response.status < 500 else "http_5xx"
+            return ToolResult(f"Error calling {name}. Status code: {response.status}. Response: {response.text}",
+                              True, response.status, kind, elapsed)
+        return ToolResult(response_text(response), False, response.status, None, elapsed)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
+                        timeout: float | None = DEFAULT_CALL_TIMEOUT) -> ToolResult:
+        """Run one call on a worker thread; past ``timeout`` seconds the handler is interrupted."""
+        slot: dict[str, Any] = {"thread": None}
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(_executor_for_calls(), self.call_tool_sync, name, arguments, slot)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            if slot.get("thread"):
+                interrupt_thread(slot["thread"])
+            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True, error_kind="timeout",
+                              elapsed_ms=(timeout or 0) * 1000)
+
+
+class _PrivateEnv(LoadedEnv):
+    """A module executed for one episode only, on that episode's database (code that does not fit)."""
+
+    def __init__(self, shared: LoadedEnv, db_path: Path, copy: bool = True):
+        self.key = shared.key
+        self.code = shared.code
+        self.template_db = shared.template_db
+        self.workdir = shared.workdir
+        self.fit = shared.fit
+        self.shared = False
+        self.module_db = db_path
+        if copy:
+            shutil.copyfile(self.template_db, db_path)
+        self.module, self.source = envcode.exec_module(self.code, self.key, str(db_path))
+        self.app = self.module.app
+        self.tools = shared.tools
+        self.tools_by_name = shared.tools_by_name
+        self._validators = shared._validators
+        self.session_kwargs = {}

@@ -1,0 +1,115 @@
+"""An environment worker process: hosts loaded scenarios and their episodes, answers JSON-line requests.
+
+Started by ``pool.EnvPool`` as ``python -m awm_engine.worker --fd N`` with a scrubbed environment;
+requests and answers travel over the socket on fd N, one JSON object per line; the process's own
+stdout/stderr go to a log file, so whatever generated code prints never corrupts the protocol.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+import traceback
+from typing import Any
+
+from .envcode import EnvCodeError
+from .runtime import Episode, LoadedEnv
+
+
+class WorkerState:
+    def __init__(self) -> None:
+        self.envs: dict[str, LoadedEnv] = {}
+        self.episodes: dict[str, Episode] = {}
+        self.load_locks: dict[str, asyncio.Lock] = {}
+
+    async def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg.get("op")
+        loop = asyncio.get_running_loop()
+        if op == "ping":
+            return {"pid": os.getpid(), "envs": len(self.envs), "episodes": len(self.episodes)}
+        if op == "load":
+            key = msg["scenario"]
+            lock = self.load_locks.setdefault(key, asyncio.Lock())
+            async with lock:
+                if key not in self.envs:
+                    self.envs[key] = await loop.run_in_executor(
+                        None, lambda: LoadedEnv(key, msg["code"], msg["template"], msg["workdir"],
+                                                msg.get("mode", "auto")))
+            env = self.envs[key]
+            return {"tools": env.mcp_tools(), "shared": env.shared, "fit_reasons": env.fit.reasons,
+                    "methods": {t.name: t.method for t in env.tools}}
+        if op == "open":
+            env = self.envs[msg["scenario"]]
+            episode = await loop.run_in_executor(None, lambda: Episode(env, msg["run_dir"], msg["episode"],
+                                                                             bool(msg.get("attach"))))
+            self.episodes[episode.id] = episode
+            return {"initial_db": str(episode.initial_db), "final_db": str(episode.final_db)}
+        episode = self.episodes.get(msg.get("episode", ""))
+        if episode is None:
+            raise KeyError(f"unknown episode {msg.get('episode')!r}")
+        if op == "call":
+            result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"))
+            return result.to_dict()
+        if op == "list_tools":
+            return {"tools": episode.list_tools()}
+        if op == "reset":
+            await loop.run_in_executor(None, episode.reset)
+            return {}
+        if op == "close":
+            episode.close()
+            del self.episodes[episode.id]
+            return {}
+        raise ValueError(f"unknown op {op!r}")
+
+
+async def serve(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 26)
+    state = WorkerState()
+    write_lock = asyncio.Lock()
+
+    async def answer(msg: dict[str, Any]) -> None:
+        try:
+            reply = {"id": msg.get("id"), "ok": True, "result": await state.handle(msg)}
+        except EnvCodeError as exc:
+            reply = {"id": msg.get("id"), "ok": False, "kind": "env_code", "error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, the worker keeps serving
+            reply = {"id": msg.get("id"), "ok": False, "kind": type(exc).__name__,
+                     "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=5)}
+        data = (json.dumps(reply, ensure_ascii=False, default=str) + "\n").encode()
+        async with write_lock:
+            writer.write(data)
+            await writer.drain()
+
+    tasks: set[asyncio.Task] = set()
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        msg = json.loads(line)
+        if msg.get("op") == "shutdown":
+            break
+        task = asyncio.create_task(answer(msg))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    for episode in list(state.episodes.values()):
+        episode.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="awm-worker")
+    parser.add_argument("--fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    sock = socket.socket(fileno=args.fd)
+    try:
+        asyncio.run(serve(sock))
+    except KeyboardInterrupt:
+        pass
+    sys.stdout.flush()
+    os._exit(0)  # do not wait for handler threads that a timeout could not stop
+
+
+if __name__ == "__main__":
+    sys.exit(main())
