@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import Tool, ToolResult as McpToolResult
 from mcp.types import TextContent
 from pydantic import PrivateAttr
@@ -35,8 +36,25 @@ class EpisodeTool(Tool):
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
 
 
+class UnknownToolAsResult(Middleware):
+    """An unknown tool name gets the episode's own answer (``Unknown tool: <name>``, isError) rather than
+    fastmcp's protocol error, so MCP and in-process calls read the same."""
+
+    def __init__(self, episode: Any, names: set[str]):
+        self.episode = episode
+        self.names = names
+
+    async def on_call_tool(self, context, call_next):
+        name = context.message.name
+        if name in self.names:
+            return await call_next(context)
+        result = await self.episode.call_tool(name, context.message.arguments or {})
+        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=True)
+
+
 def build_server(episode: Any, name: str, log_path: Path | None = None) -> FastMCP:
     server = FastMCP(name=name, instructions=f"AWM environment {name}. You are logged in as user 1.")
+    server.add_middleware(UnknownToolAsResult(episode, {t["name"] for t in episode.list_tools()}))
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None
 
     def log(entry: dict[str, Any]) -> None:
@@ -66,4 +84,4 @@ async def list_remote_tools(url: str, timeout: float = 10.0) -> list[dict[str, A
 
     async with Client(url, timeout=timeout) as client:
         tools = await client.list_tools()
-    return [{"name": t.name, "description": t.description or "", "inputSchema": t.inputSchema} for t in tools]
+    return [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema} for t in tools]

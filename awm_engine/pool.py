@@ -55,6 +55,8 @@ class WorkerProcess:
         self.load_locks: dict[str, asyncio.Lock] = {}
         self.episodes: set[str] = set()
         self.alive = False
+        self.generation = 0
+        self.attached: set[str] | None = None  # after a restart: episodes re-opened on their databases
         self._reader_task: asyncio.Task | None = None
         self._writer: asyncio.StreamWriter | None = None
 
@@ -70,6 +72,7 @@ class WorkerProcess:
         log.close()
         reader, self._writer = await asyncio.open_connection(sock=parent, limit=1 << 26)
         self.alive = True
+        self.generation += 1
         self.loaded.clear()
         self._reader_task = asyncio.create_task(self._read(reader))
 
@@ -179,17 +182,21 @@ class PoolEpisode:
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
         await self.pool._ensure_attached(self)
+        generation = self.worker.generation
         try:
             data = await self.worker.request("call", wait=timeout + KILL_GRACE, episode=self.id, tool=name,
                                              arguments=arguments or {}, timeout=timeout)
         except (asyncio.TimeoutError, TimeoutError):
-            await self.pool._restart(self.worker)
+            await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s (the environment worker "
                               "was restarted)", True, error_kind="timeout", elapsed_ms=timeout * 1000)
         except WorkerError as exc:
             if exc.kind == "worker_died":
-                await self.pool._restart(self.worker)
+                await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal")
+        if data.pop("stuck", False):  # a handler thread would not stop: recycle the worker
+            await self.pool._restart(self.worker, generation)
+            data["text"] += " (the environment worker was restarted)"
         return ToolResult(**data)
 
     async def reset(self) -> None:
@@ -292,20 +299,21 @@ class EnvPool:
         self.episodes[episode_id] = episode
         return episode
 
-    async def _restart(self, worker: WorkerProcess) -> None:
+    async def _restart(self, worker: WorkerProcess, generation: int | None = None) -> None:
+        """Kill and start ``worker`` again, unless someone already did since ``generation``."""
         async with self._restart_lock:
-            if worker.alive and worker.proc and worker.proc.poll() is None:
-                worker.kill()
-            if not worker.alive:
-                await worker.start()
-                worker.attached = set()
+            if generation is not None and worker.generation != generation and worker.alive:
+                return
+            worker.kill()
+            await worker.start()
+            worker.attached = set()
 
     async def _ensure_attached(self, episode: PoolEpisode) -> None:
         """After a worker restart, re-open the episode on its existing databases (state is on disk)."""
         worker = episode.worker
         if not worker.alive:
-            await self._restart(worker)
-        attached = getattr(worker, "attached", None)
+            await self._restart(worker, worker.generation)
+        attached = worker.attached
         if attached is None or episode.id in attached:
             return
         await self._load(worker, episode.scenario)

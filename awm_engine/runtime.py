@@ -35,6 +35,7 @@ from .openapi_tools import ToolSpec, http_call_for, tools_from_openapi
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
 DEFAULT_CALL_TIMEOUT = 10.0
+STUCK_GRACE = 1.0  # how long an interrupted handler may take to unwind before its thread counts as stuck
 
 
 class ToolCallTimeout(BaseException):
@@ -156,6 +157,7 @@ class Episode:
         self.session_factory = None
         self.calls = 0
         self.closed = False
+        self.stuck = False  # a handler thread ignored its timeout (blocked in C); the host should be recycled
         self._lock = threading.Lock()
         self._open(copy=not (attach and self.final_db.exists() and self.initial_db.exists()))
 
@@ -213,7 +215,9 @@ class Episode:
 
     def call_tool_sync(self, name: str, arguments: dict[str, Any] | None = None,
                        _slot: dict[str, Any] | None = None) -> ToolResult:
-        """Run one call on the calling thread."""
+        """Run one call on the calling thread (on a helper thread when this one runs an event loop)."""
+        if asyncio._get_running_loop() is not None:
+            return _executor_for_calls().submit(self.call_tool_sync, name, arguments, _slot).result()
         started = time.perf_counter()
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
@@ -254,6 +258,10 @@ class Episode:
         except (asyncio.TimeoutError, TimeoutError):
             if slot.get("thread"):
                 interrupt_thread(slot["thread"])
+            try:
+                await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
+            except (asyncio.TimeoutError, TimeoutError):
+                self.stuck = True
             return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True, error_kind="timeout",
                               elapsed_ms=(timeout or 0) * 1000)
 

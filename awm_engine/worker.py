@@ -52,7 +52,7 @@ class WorkerState:
             raise KeyError(f"unknown episode {msg.get('episode')!r}")
         if op == "call":
             result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"))
-            return result.to_dict()
+            return {**result.to_dict(), "stuck": episode.stuck}
         if op == "list_tools":
             return {"tools": episode.list_tools()}
         if op == "reset":

@@ -1,0 +1,133 @@
+"""Build small AWM data directories with hand-picked server code for runtime tests."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HEADER = '''import os
+from fastapi import FastAPI, Query
+from pydantic import BaseModel, Field
+from sqlalchemy import Column, Integer, String, create_engine
+from sqlalchemy.orm import declarative_base, sessionmaker
+
+DATABASE_PATH = os.environ.get("DATABASE_PATH", "sqlite:///xxxx.db")
+engine = create_engine(DATABASE_PATH, connect_args={"check_same_thread": False})
+SessionLocal = sessionmaker(bind=engine, autocommit=False, autoflush=False)
+Base = declarative_base()
+
+class Note(Base):
+    __tablename__ = "notes"
+    id = Column(Integer, primary_key=True)
+    text = Column(String, nullable=False)
+
+Base.metadata.create_all(engine)
+app = FastAPI(title="Tiny", version="1.0.0")
+
+class NoteIn(BaseModel):
+    text: str = Field(..., description="Note text", examples=["hello"])
+
+class NoteOut(BaseModel):
+    id: int
+    text: str
+
+class NoteList(BaseModel):
+    notes: list[NoteOut]
+
+@app.get("/api/notes", summary="List notes", description="All notes.", tags=["notes"], operation_id="list_notes", response_model=NoteList)
+async def list_notes():
+    session = SessionLocal()
+    rows = session.query(Note).order_by(Note.id).all()
+    out = NoteList(notes=[NoteOut(id=r.id, text=r.text) for r in rows])
+    session.close()
+    return out
+
+@app.get("/api/notes/{note_id}", summary="Get a note", description="One note.", tags=["notes"], operation_id="get_note", response_model=NoteOut)
+async def get_note(note_id: int):
+    session = SessionLocal()
+    row = session.query(Note).filter(Note.id == note_id).first()
+    out = NoteOut(id=row.id, text=row.text)
+    session.close()
+    return out
+
+@app.post("/api/notes", summary="Add a note", description="Create a note.", tags=["notes"], operation_id="add_note", response_model=NoteOut)
+async def add_note(req: NoteIn):
+    session = SessionLocal()
+    row = Note(text=req.text)
+    session.add(row)
+    session.commit()
+    out = NoteOut(id=row.id, text=row.text)
+    session.close()
+    return out
+'''
+
+FOOTER = '''
+if __name__ == "__main__":
+    import uvicorn
+    host = os.getenv("HOST", "127.0.0.1")
+    port = int(os.getenv("PORT", "8000"))
+    uvicorn.run(app, host=host, port=port)
+'''
+
+HANG = '''
+@app.get("/api/hang", summary="Hang", description="Never returns.", tags=["bad"], operation_id="hang", response_model=NoteList)
+async def hang():
+    while True:
+        pass
+'''
+
+BOOM = '''
+@app.get("/api/boom", summary="Boom", description="Raises.", tags=["bad"], operation_id="boom", response_model=NoteList)
+async def boom():
+    raise ValueError("kaboom")
+'''
+
+ENVIRON = '''
+class EnvOut(BaseModel):
+    names: list[str]
+
+@app.get("/api/environ", summary="Environment", description="Variable names.", tags=["bad"], operation_id="environ", response_model=EnvOut)
+async def environ():
+    proc = open("/proc/self/environ", "rb").read().decode(errors="replace")
+    return EnvOut(names=sorted(set(os.environ) | {kv.split("=", 1)[0] for kv in proc.split("\\0") if kv}))
+'''
+
+DIRECT_ENGINE = '''
+class CountOut(BaseModel):
+    n: int
+
+@app.get("/api/count", summary="Count", description="Count with the engine.", tags=["notes"], operation_id="count_notes", response_model=CountOut)
+async def count_notes():
+    from sqlalchemy import text
+    with engine.connect() as conn:
+        n = conn.execute(text("SELECT COUNT(*) FROM notes")).scalar()
+    return CountOut(n=n)
+'''
+
+SCHEMA = {"tables": [{"name": "notes", "ddl": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
+                      "indexes": []}]}
+SAMPLE = {"tables": [{"table_name": "notes", "reasoning": "two notes", "insert_statements": [
+    "INSERT INTO notes (id, text) VALUES (1, 'first');", "INSERT INTO notes (id, text) VALUES (2, 'second');"]}]}
+
+
+def make_env_dir(root: Path, envs: dict[str, str]) -> Path:
+    """``envs`` maps a scenario name to extra code appended to the tiny notes server (or full code when it
+    starts with '#FULL')."""
+    root.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list] = {k: [] for k in ("gen_scenario", "gen_tasks", "gen_db", "gen_sample", "gen_envs")}
+    for name, extra in envs.items():
+        code = extra[len("#FULL"):] if extra.startswith("#FULL") else HEADER + extra + FOOTER
+        files["gen_scenario"].append({"name": name, "description": f"{name} test env"})
+        files["gen_tasks"].append({"scenario": name, "tasks": ["Add a note saying 'hi'.", "List notes."]})
+        files["gen_db"].append({"scenario": name, "db_schema": SCHEMA})
+        files["gen_sample"].append({"scenario": name, "sample_data": SAMPLE})
+        files["gen_envs"].append({"scenario": name, "full_code": code})
+    for fname, rows in files.items():
+        (root / f"{fname}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+SLEEP = '''
+@app.get("/api/sleep", summary="Sleep", description="Blocks in C.", tags=["bad"], operation_id="sleep", response_model=NoteList)
+async def sleep():
+    import time
+    time.sleep(120)
+'''
