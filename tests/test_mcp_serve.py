@@ -77,23 +77,55 @@ CALLS = [("list_my_loans", {"status": "active"}), ("list_branches", {}), ("get_e
          ("get_event", {"event_id": 99999}), ("no_such_tool", {})]
 
 
-@pytest.fixture
-def server(tmp_path):
+def start_server(tmp_path, scenario=SCENARIO, data=None):
     port = free_port()
     out = tmp_path / "session"
-    proc = subprocess.Popen(AWM + ["env", "serve", "--scenario", SCENARIO, "--task", "0", "--port", str(port),
+    extra = ["--data", str(data)] if data else []
+    proc = subprocess.Popen(AWM + ["env", "serve", *extra, "--scenario", scenario, "--task", "0", "--port", str(port),
                                    "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    wait_for_port(port, proc)
+    return port, out, proc
+
+
+def stop_server(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def server(tmp_path):
+    port, out, proc = start_server(tmp_path)
     try:
-        wait_for_port(port, proc)
         yield port, out, proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_server(proc)
+
+
+async def test_real_environments_give_identical_text_over_mcp(awm_real, tmp_path):
+    """For each real AWM environment: every argument-free GET tool and a rejected call, MCP vs in-process."""
+    for s in Catalog.load([awm_real]):
+        # one template for both sides: AWM content depends on build time (datetime('now'))
+        template, _ = TemplateCache(tmp_path / s.key / "cache" / "templates").get(s)
+        env = LoadedEnv(s.key, s.code, template, tmp_path / "work")
+        calls = [(t.name, {}) for t in env.tools if t.method == "get" and not t.required]
+        required = next(t for t in env.tools if t.required)
+        calls += [(required.name, {}), ("no_such_tool", {})]
+        episode = Episode(env)
+        expected = [episode.call_tool_sync(name, args).text for name, args in calls]
+        port, out, proc = start_server(tmp_path / s.key, s.key, awm_real)
+        try:
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+                async with ClientSession(read, write) as session:
+                    tools, results = await run_calls(session, calls)
+        finally:
+            stop_server(proc)
+        assert sorted(t.name for t in tools) == sorted(t.name for t in env.tools)
+        assert [text for _, text in results] == expected, s.key
 
 
 async def test_http_server_matches_in_process_and_binds_loopback(server):
