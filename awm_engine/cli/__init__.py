@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import catalog_cmd, db_cmd, env_cmd
+from . import agent_cmd, catalog_cmd, db_cmd, env_cmd
 from .common import CliError, stderr
 
 
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog_cmd.register(verbs)
     db_cmd.register(verbs)
     env_cmd.register(verbs)
+    agent_cmd.register(verbs)
     return parser
 
 

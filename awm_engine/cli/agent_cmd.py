@@ -1,0 +1,175 @@
+"""``awm agent run``, ``awm verify`` and ``awm fake-llm``."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from rich.markup import escape
+
+from ..episode_run import POLICIES, make_policy, run_episode
+from ..llm_config import ConfigError, judge_endpoint, resolve_endpoint
+from ..policies import PolicyError
+from ..pool import EnvLoadError
+from ..rewards import RewardConfig
+from ..rollout import AgentConfig, FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
+from ..verify import verify_run
+from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr
+
+
+def add_endpoint_args(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    dash = f"--{prefix}-" if prefix else "--"
+    parser.add_argument(f"{dash}endpoint", metavar="NAME", help="a named endpoint from the awm config file")
+    parser.add_argument(f"{dash}model", metavar="M")
+    parser.add_argument(f"{dash}base-url", metavar="URL", help="OpenAI-compatible base URL (or OPENAI_BASE_URL)")
+
+
+def register(verbs) -> None:
+    agent = verbs.add_parser("agent", help="run an agent on a task")
+    sub = agent.add_subparsers(dest="agent_verb", metavar="ACTION")
+    sub.required = True
+    run = sub.add_parser("run", help="one rollout: task -> run directory (-> verification -> reward)")
+    add_data_arg(run)
+    run.add_argument("--scenario", required=True)
+    run.add_argument("--task", type=int, required=True, help="0-based task index")
+    run.add_argument("--policy", choices=[p for p in POLICIES if p != "human"], default="llm")
+    add_endpoint_args(run)
+    run.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
+    run.add_argument("--mode", choices=["meta", "native"], default=None, help="tool protocol (default: meta)")
+    run.add_argument("--replay", metavar="RUN_DIR", help="with --policy replay: the run to replay")
+    run.add_argument("--max-turns", type=int, default=20)
+    run.add_argument("--window", type=int, default=None, help="history window w (keep the last w turns)")
+    run.add_argument("--temperature", type=float, default=None)
+    run.add_argument("--max-tokens", type=int, default=None)
+    run.add_argument("--call-timeout", type=float, default=None, help="per tool call, seconds (default 10)")
+    run.add_argument("--episode-timeout", type=float, default=900.0)
+    run.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
+    run.add_argument("--tool-names", choices=["reference", "prefixed", "plain"], default="reference",
+                     help="how list_tools shows tool names (meta mode)")
+    run.add_argument("--verify", choices=["code", "sql", "none"], default="code",
+                     help="verify after the rollout (sql uses the LLM judge when one is configured)")
+    add_endpoint_args(run, "judge")
+    run.add_argument("--out", metavar="DIR", help="run directory (default outputs/agents/<time>_<scenario>_task_N)")
+    run.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    run.add_argument("--quiet", action="store_true", help="no live transcript on stderr")
+    run.set_defaults(func=cmd_agent_run)
+
+    verify = verbs.add_parser("verify", help="verify a run directory and compute its reward")
+    verify.add_argument("run_dir")
+    verify.add_argument("--mode", choices=["code", "sql"], default="sql")
+    add_data_arg(verify)
+    add_endpoint_args(verify, "judge")
+    verify.add_argument("--timeout", type=float, default=30.0, help="verifier wall-clock limit, seconds")
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(func=cmd_verify)
+
+    fake = verbs.add_parser("fake-llm", help="serve a scripted OpenAI-compatible chat completions API")
+    fake.add_argument("--script", required=True, metavar="FILE")
+    fake.add_argument("--port", type=int, default=8000)
+    fake.set_defaults(func=cmd_fake_llm)
+
+
+def _judge(args, prefix: str = "judge"):
+    try:
+        return judge_endpoint(name=getattr(args, f"{prefix}_endpoint"), base_url=getattr(args, f"{prefix}_base_url"),
+                              model=getattr(args, f"{prefix}_model"))
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _print_event(event) -> None:
+    if isinstance(event, ModelTurn):
+        text = event.content if len(event.content) < 600 else event.content[:600] + " …"
+        stderr.print(f"[bold cyan]assistant {event.iteration}[/bold cyan] {escape(text)}")
+        for call in event.native_tool_calls:
+            stderr.print(f"  [cyan]tool call[/cyan] {escape(call['name'])} {escape(call['arguments'])}")
+    elif isinstance(event, ToolCall):
+        stderr.print(f"  [green]→ {escape(event.tool or event.name)}[/green] "
+                     f"{escape(json.dumps(event.arguments, ensure_ascii=False, default=str))[:300]}")
+    elif isinstance(event, Observation):
+        colour = "red" if event.is_error else "dim"
+        stderr.print(f"  [{colour}]← {escape(event.text[:400])}[/{colour}]")
+    elif isinstance(event, FormatError):
+        stderr.print(f"  [yellow]format error ({event.kind}): {escape(event.detail[:200])}[/yellow]")
+    elif isinstance(event, RolloutFinished):
+        stderr.print(f"[bold]stop: {event.stop_reason}[/bold] after {event.iterations} turns"
+                     + (f" ({escape(event.error)})" if event.error else ""))
+
+
+async def _agent_run(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=True)
+    scenario = get_scenario(catalog, args.scenario)
+    if not 0 <= args.task < len(scenario.tasks):
+        raise CliError(f"{scenario.key} has {len(scenario.tasks)} tasks; no task {args.task}")
+    endpoint = None
+    try:
+        if args.policy == "llm":
+            endpoint = resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode,
+                                        temperature=args.temperature, max_tokens=args.max_tokens)
+        mode = args.mode or (endpoint.mode if endpoint else "meta")
+        policy = make_policy(args.policy, scenario, args.task, mode, endpoint, args.replay, args.tool_names)
+    except (ConfigError, PolicyError) as exc:
+        raise CliError(str(exc)) from None
+    config = AgentConfig(mode=mode, max_turns=args.max_turns, history_window=args.window,
+                         call_timeout=args.call_timeout, episode_timeout=args.episode_timeout,
+                         on_format_error=args.on_format_error, tool_name_style=args.tool_names)
+    meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
+            "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}
+    verify_mode = None if args.verify == "none" else args.verify
+    if not args.quiet and not args.json:
+        stderr.print(f"[bold]{scenario.key}[/bold] task {args.task}: {escape(scenario.tasks[args.task])}")
+    try:
+        outcome = await run_episode(catalog, scenario, args.task, policy, config, args.out, verify_mode=verify_mode,
+                                    judge=_judge(args) if verify_mode == "sql" else None, rewards=RewardConfig(),
+                                    meta=meta, on_event=None if (args.quiet or args.json) else _print_event)
+    except EnvLoadError as exc:
+        raise CliError(str(exc), 1) from None
+    finally:
+        if hasattr(policy, "aclose"):
+            await policy.aclose()
+    v = outcome.verification
+    if args.json:
+        print_json({"run_dir": str(outcome.run_dir), "rollout": outcome.finished.to_dict(),
+                    "verification": v.to_dict() if v else None})
+    else:
+        print(f"run directory: {outcome.run_dir}")
+        if v:
+            print(f"label: {v.label}  reward: {v.reward}" + (f"  ({v.note})" if v.note else ""))
+    return 0
+
+
+def cmd_agent_run(args: argparse.Namespace) -> int:
+    return asyncio.run(_agent_run(args))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "trajectory.json").is_file():
+        raise CliError(f"{run_dir} has no trajectory.json")
+    catalog = load_catalog(args, quiet=True) if args.data else None
+    try:
+        report = asyncio.run(verify_run(run_dir, args.mode, catalog, _judge(args) if args.mode == "sql" else None,
+                                        timeout=args.timeout))
+    except (ValueError, KeyError) as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(f"{report.scenario} task {report.task_id}: label {report.label}, reward {report.reward}"
+              + (f" ({report.note})" if report.note else ""))
+        if report.judge and report.judge.get("judge_result", {}).get("reasoning"):
+            print("judge:", report.judge["judge_result"]["reasoning"][:500])
+    return 0
+
+
+def cmd_fake_llm(args: argparse.Namespace) -> int:
+    from ..fake_llm import ScriptError, load_script, serve
+
+    try:
+        load_script(args.script)
+    except ScriptError as exc:
+        raise CliError(str(exc)) from None
+    stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{args.port}/v1")
+    serve(args.script, args.port)
+    return 0

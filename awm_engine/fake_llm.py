@@ -1,0 +1,189 @@
+"""A scripted OpenAI-compatible chat-completions server, for tests and demos (``awm fake-llm``).
+
+Script (JSON)::
+
+    {"model": "scripted",
+     "responses": [                                  # the agent conversation, turn by turn
+        {"content": "<tool_call>{...}</tool_call>"},
+        {"tool_calls": [{"name": "list_branches", "arguments": {}}]},   # native tool calls
+        {"status": 503, "body": "overloaded"},       # an HTTP error (to test retries)
+        {"content": "All done.", "delay": 0.5}],
+     "rules": [                                      # conversations recognised by a substring
+        {"match": "impartial", "responses": [{"content": "{\\"classification\\": \\"complete\\", ...}"}]}]}
+
+Which response answers a request is stateless: the number of assistant messages already in the
+request picks it (the last one repeats), so concurrent conversations each get the full script. A
+rule applies when its ``match`` text occurs in any message of the request. Errors (``status``)
+are counted per (conversation position, response) so a retried request moves past them.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SCRIPT_KEYS = {"model", "responses", "rules"}
+
+
+class ScriptError(ValueError):
+    pass
+
+
+def load_script(source: Path | str | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(source, dict):
+        script = source
+    else:
+        try:
+            script = json.loads(Path(source).read_text())
+        except (OSError, ValueError) as exc:
+            raise ScriptError(f"cannot read script {source}: {exc}") from None
+    if isinstance(script, list):
+        script = {"responses": script}
+    if not isinstance(script, dict) or not (script.get("responses") or script.get("rules")):
+        raise ScriptError("a script needs 'responses' (a list) or 'rules'")
+    return script
+
+
+class ScriptedModel:
+    def __init__(self, script: dict[str, Any]):
+        self.script = load_script(script)
+        self.requests: list[dict[str, Any]] = []
+        self.error_hits: dict[tuple, int] = {}
+        self.lock = threading.Lock()
+
+    def pick(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages") or []
+        text = "\n".join(str(m.get("content") or "") for m in messages)
+        responses = self.script.get("responses") or []
+        rule_id = None
+        for i, rule in enumerate(self.script.get("rules") or []):
+            if rule.get("match") and rule["match"] in text:
+                responses, rule_id = rule["responses"], i
+                break
+        if not responses:
+            return {"content": ""}
+        position = sum(1 for m in messages if m.get("role") == "assistant")
+        index = min(position, len(responses) - 1)
+        # an error response answers once per conversation position; a retry gets the next response
+        while "status" in responses[index] and index + 1 < len(responses):
+            key = (rule_id, position, index, messages[1].get("content") if len(messages) > 1 else None)
+            with self.lock:
+                hits = self.error_hits.get(key, 0)
+                self.error_hits[key] = hits + 1
+            if hits == 0:
+                return responses[index]
+            index += 1
+        return responses[index]
+
+    def completion(self, body: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": response.get("content")}
+        if response.get("tool_calls"):
+            message["tool_calls"] = [{"id": c.get("id") or f"call_{uuid.uuid4().hex[:10]}", "type": "function",
+                                      "function": {"name": c["name"], "arguments": c["arguments"]
+                                                   if isinstance(c.get("arguments"), str)
+                                                   else json.dumps(c.get("arguments") or {})}}
+                                     for c in response["tool_calls"]]
+            if message["content"] is None:
+                message["content"] = None
+        elif message["content"] is None:
+            message["content"] = ""
+        prompt_tokens = sum(len(str(m.get("content") or "")) // 4 for m in body.get("messages") or [])
+        completion_tokens = len(message.get("content") or "") // 4 + 1
+        return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model") or self.script.get("model", "scripted"),
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def create_app(script: dict[str, Any] | Path | str):
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
+    model = ScriptedModel(script if isinstance(script, dict) else load_script(script))
+    app = FastAPI(title="awm scripted LLM")
+    app.state.model = model
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": model.script.get("model", "scripted"), "object": "model"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        model.requests.append(body)
+        response = model.pick(body)
+        if response.get("delay"):
+            await asyncio.sleep(float(response["delay"]))
+        if "status" in response:
+            return PlainTextResponse(str(response.get("body", "scripted error")), status_code=int(response["status"]))
+        data = model.completion(body, response)
+        if not body.get("stream"):
+            return JSONResponse(data)
+
+        async def chunks():
+            message = data["choices"][0]["message"]
+            base = {"id": data["id"], "object": "chat.completion.chunk", "created": data["created"],
+                    "model": data["model"]}
+            delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+            if message.get("tool_calls"):
+                delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])]
+            yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta}]})}\n\n"
+            finish = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason":
+                                           data["choices"][0]["finish_reason"]}], "usage": data["usage"]}
+            yield f"data: {json.dumps(finish)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    return app
+
+
+class FakeLLMServer:
+    """Runs the scripted server on 127.0.0.1 in a background thread (``with FakeLLMServer(script) as url``)."""
+
+    def __init__(self, script: dict[str, Any] | Path | str, port: int = 0):
+        import socket
+
+        self.app = create_app(script)
+        if port == 0:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/v1"
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.app.state.model.requests
+
+    def __enter__(self) -> "FakeLLMServer":
+        import uvicorn
+
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.time() + 10
+        while not self._server.started and time.time() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+def serve(script: Path | str, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(script), host="127.0.0.1", port=port, log_level="warning")

@@ -1,0 +1,179 @@
+"""Policies: who writes the assistant turns of a rollout.
+
+Every policy answers ``next_turn(messages, tools)`` with an ``AssistantTurn``: text (meta mode) or
+native tool calls (native mode). LLM talks to any OpenAI-compatible endpoint; human waits for turns
+from a front end; replay repeats a saved trajectory; oracle plays a sample environment's reference
+solution; immediate answers at once (a baseline that never acts).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .agent_format import display_name
+from .llm_config import Endpoint
+
+
+class PolicyError(Exception):
+    """The policy could not produce a turn (endpoint down, retries exhausted, script over)."""
+
+    def __init__(self, message: str, kind: str = "llm_error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class NativeCall:
+    id: str
+    name: str
+    arguments: str  # the raw JSON string, as the API returns it
+
+
+@dataclass
+class AssistantTurn:
+    content: str
+    tool_calls: list[NativeCall] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+    latency_ms: float = 0.0
+    reasoning: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name,
+                                                                             "arguments": c.arguments}}
+                                 for c in self.tool_calls]
+        return msg
+
+
+class Policy(Protocol):
+    name: str
+
+    async def next_turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                        mode: str) -> AssistantTurn: ...
+
+
+def openai_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                              "parameters": t.get("inputSchema") or {"type": "object"}}}
+            for t in tools]
+
+
+class LLMPolicy:
+    """Chat completions against an OpenAI-compatible endpoint (the ``openai`` client, with its retries)."""
+
+    name = "llm"
+
+    def __init__(self, endpoint: Endpoint):
+        from openai import AsyncOpenAI
+
+        self.endpoint = endpoint
+        self.client = AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
+                                  max_retries=endpoint.max_retries)
+
+    async def next_turn(self, messages, tools, mode) -> AssistantTurn:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
+                                  "temperature": self.endpoint.temperature,
+                                  "max_completion_tokens": self.endpoint.max_tokens}
+        if mode == "native":
+            kwargs["tools"] = openai_tools(tools)
+        if self.endpoint.extra_body:
+            kwargs["extra_body"] = self.endpoint.extra_body
+        started = time.perf_counter()
+        try:
+            response = await self.client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise PolicyError(f"{type(exc).__name__}: {exc}") from None
+        if not response.choices:
+            raise PolicyError("the endpoint returned no choices")
+        message = response.choices[0].message
+        calls = [NativeCall(c.id, c.function.name, c.function.arguments or "") for c in (message.tool_calls or [])
+                 if getattr(c, "function", None) is not None]
+        usage = response.usage.model_dump() if response.usage else None
+        reasoning = getattr(message, "reasoning_content", None)
+        return AssistantTurn(message.content or "", calls, usage, (time.perf_counter() - started) * 1000, reasoning)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+class ScriptedTurns:
+    """Base for policies that emit a fixed list of turns, then a final answer."""
+
+    name = "scripted"
+
+    def __init__(self, turns: list[AssistantTurn], final: str = ""):
+        self.turns = list(turns)
+        self.final = final
+        self.index = 0
+
+    async def next_turn(self, messages, tools, mode) -> AssistantTurn:
+        if self.index < len(self.turns):
+            turn = self.turns[self.index]
+            self.index += 1
+            return turn
+        return AssistantTurn(self.final)
+
+
+class ImmediatePolicy(ScriptedTurns):
+    """Answers at once without touching the environment (a do-nothing baseline)."""
+
+    name = "immediate"
+
+    def __init__(self, answer: str = "I am unable to complete this task."):
+        super().__init__([], answer)
+
+
+def _meta_call(name: str, arguments: dict[str, Any]) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False) + "\n</tool_call>"
+
+
+class OraclePolicy(ScriptedTurns):
+    """Plays a reference solution: list_tools, each call, then the final answer (as an LLM would write them)."""
+
+    name = "oracle"
+
+    def __init__(self, solution: dict[str, Any], mode: str = "meta", style: str = "reference"):
+        turns: list[AssistantTurn] = []
+        if mode == "native":
+            for i, call in enumerate(solution["calls"]):
+                turns.append(AssistantTurn("", [NativeCall(f"call_oracle_{i}", call["tool"],
+                                                           json.dumps(call.get("arguments") or {}))]))
+        else:
+            turns.append(AssistantTurn(_meta_call("list_tools", {})))
+            for call in solution["calls"]:
+                turns.append(AssistantTurn(_meta_call("call_tool", {
+                    "tool_name": display_name(call["tool"], style),
+                    "arguments": json.dumps(call.get("arguments") or {}, ensure_ascii=False)})))
+        super().__init__(turns, solution.get("final_answer") or "Done.")
+
+
+class ReplayPolicy(ScriptedTurns):
+    """Repeats the assistant turns of a saved trajectory (``trajectory.json``)."""
+
+    name = "replay"
+
+    def __init__(self, trajectory: dict[str, Any]):
+        turns = []
+        for entry in trajectory.get("trajectory", []):
+            native = entry.get("native_tool_calls") or []
+            turns.append(AssistantTurn(entry.get("content") or "",
+                                       [NativeCall(c["id"], c["name"], c["arguments"]) for c in native]))
+        super().__init__(turns, "")
+
+
+class HumanPolicy:
+    """Turns typed by a person: a front end puts ``AssistantTurn``s on ``queue``."""
+
+    name = "human"
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[AssistantTurn] = asyncio.Queue()
+
+    async def next_turn(self, messages, tools, mode) -> AssistantTurn:
+        return await self.queue.get()

@@ -1,0 +1,377 @@
+"""One agent rollout as a stream of typed step events, written to a run directory as it goes.
+
+``Rollout.events()`` is the step API the CLI, the TUI, batch evaluation and training share: iterate
+it to advance (a front end that stops pulling pauses the agent). The run directory receives
+``events.jsonl`` (one event per line, appended live) and ``trajectory.json`` (the keys of
+spec/awm-format.md §5.7, rewritten after every turn), next to the episode's ``initial.db`` and
+``final.db``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, ClassVar
+
+from .agent_format import (SYSTEM_PROMPT, FormatIssue, ParsedCall, observation_text, parse_meta_turn,
+                           render_tool_list, robust_json, strip_tool_prefixes)
+from .policies import AssistantTurn, Policy, PolicyError
+
+STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
+
+
+@dataclass
+class AgentConfig:
+    mode: str = "meta"  # meta (list_tools/call_tool in text) | native (OpenAI tool calls)
+    max_turns: int = 20
+    history_window: int | None = None  # keep system, task, first list_tools exchange and the last w turns
+    call_timeout: float | None = None  # per tool call (None: the episode host's default)
+    episode_timeout: float | None = 900.0
+    on_format_error: str = "observe"  # observe: tell the model and go on | stop: end the rollout (reward -1)
+    tool_name_style: str = "reference"  # how list_tools shows names: reference | prefixed | plain
+    tool_message_role: str = "user"  # meta mode: observations as "user" ("Tool response:\n…") or "tool"
+    parse_think_calls: bool = False  # the reference also executes calls written inside <think>
+    system_prompt: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("system_prompt")
+        return data
+
+
+# -- events ------------------------------------------------------------------------------------
+
+@dataclass
+class StepEvent:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "time": time.time(), **asdict(self)}
+
+
+@dataclass
+class RolloutStarted(StepEvent):
+    type: ClassVar[str] = "rollout_started"
+    scenario: str
+    task_id: int | None
+    task: str
+    policy: str
+    mode: str
+    tools: int
+    run_dir: str
+
+
+@dataclass
+class ModelTurn(StepEvent):
+    type: ClassVar[str] = "model_turn"
+    iteration: int
+    content: str
+    native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    latency_ms: float = 0.0
+    reasoning: str | None = None
+
+
+@dataclass
+class ToolCall(StepEvent):
+    type: ClassVar[str] = "tool_call"
+    iteration: int
+    call_id: str
+    name: str  # list_tools | call_tool | a native tool name
+    tool: str | None
+    arguments: Any
+
+
+@dataclass
+class Observation(StepEvent):
+    type: ClassVar[str] = "observation"
+    iteration: int
+    call_id: str
+    tool: str | None
+    text: str
+    is_error: bool = False
+    error_kind: str | None = None
+    status: int | None = None
+    elapsed_ms: float = 0.0
+
+
+@dataclass
+class FormatError(StepEvent):
+    type: ClassVar[str] = "format_error"
+    iteration: int
+    kind: str
+    detail: str
+
+
+@dataclass
+class RolloutFinished(StepEvent):
+    type: ClassVar[str] = "rollout_finished"
+    stop_reason: str
+    final_answer: str
+    iterations: int
+    tool_calls: int
+    format_errors: int
+    env_errors: int
+    elapsed_s: float
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+# -- the runner --------------------------------------------------------------------------------
+
+class Rollout:
+    """Drive ``policy`` on one task in ``episode`` (anything with ``list_tools``/``call_tool``/``run_dir``)."""
+
+    def __init__(self, episode: Any, scenario: str, task_id: int | None, task: str, policy: Policy,
+                 config: AgentConfig | None = None, meta: dict[str, Any] | None = None):
+        self.episode = episode
+        self.scenario = scenario
+        self.task_id = task_id
+        self.task = task
+        self.policy = policy
+        self.config = config or AgentConfig()
+        self.meta = meta or {}
+        self.run_dir = Path(episode.run_dir)
+        self.tools = episode.list_tools()
+        self.tool_names = {t["name"] for t in self.tools}
+        self.tool_list_text = render_tool_list(self.tools, self.config.tool_name_style)
+        system = self.config.system_prompt or SYSTEM_PROMPT
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                               {"role": "user", "content": task}]
+        self.groups: list[list[dict[str, Any]]] = []  # one list of messages per turn
+        self.first_list_group: int | None = None
+        self.trajectory: list[dict[str, Any]] = []
+        self.finished: RolloutFinished | None = None
+        self.iteration = 0
+        self._counts = {"tool_calls": 0, "format_errors": 0, "env_errors": 0}
+        self._usage: dict[str, int] = {}
+        self._events_file = None
+
+    # -- messages the policy sees --------------------------------------------------------------
+    def visible_messages(self) -> list[dict[str, Any]]:
+        w = self.config.history_window
+        if w is None or len(self.groups) <= w:
+            groups = self.groups
+        else:
+            keep = list(range(len(self.groups) - w, len(self.groups)))
+            if self.first_list_group is not None and self.first_list_group not in keep:
+                keep.insert(0, self.first_list_group)
+            groups = [self.groups[i] for i in keep]
+        return self.messages[:2] + [m for g in groups for m in g]
+
+    def _api_messages(self) -> list[dict[str, Any]]:
+        out = []
+        for m in self.visible_messages():
+            if m["role"] == "tool" and self.config.mode == "meta" and self.config.tool_message_role == "user":
+                out.append({"role": "user", "content": "Tool response:\n" + m["content"]})
+            else:
+                out.append({k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")})
+        return out
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def events(self) -> AsyncIterator[StepEvent]:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._events_file = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
+        started = time.perf_counter()
+        stop_reason, final_answer, error = "max_turns", "", None
+        deadline = None if self.config.episode_timeout is None else started + self.config.episode_timeout
+        try:
+            yield self._emit(RolloutStarted(self.scenario, self.task_id, self.task, self.policy.name,
+                                            self.config.mode, len(self.tools), str(self.run_dir)))
+            while self.iteration < self.config.max_turns:
+                self.iteration += 1
+                try:
+                    turn = await self._with_deadline(
+                        self.policy.next_turn(self._api_messages(), self.tools, self.config.mode), deadline)
+                except asyncio.TimeoutError:
+                    stop_reason, error = "timeout", f"episode timeout ({self.config.episode_timeout}s)"
+                    break
+                except PolicyError as exc:
+                    stop_reason, error = "llm_error", str(exc)
+                    break
+                self._add_usage(turn.usage)
+                yield self._emit(ModelTurn(self.iteration, turn.content,
+                                           [asdict(c) for c in turn.tool_calls], turn.usage, turn.latency_ms,
+                                           turn.reasoning))
+                outcome = None
+                async for item in self._act(turn, deadline):
+                    if isinstance(item, StepEvent):
+                        yield self._emit(item)
+                    else:
+                        outcome = item
+                self._write_trajectory(None)
+                if outcome is not None:
+                    stop_reason, final_answer, error = outcome
+                    break
+        finally:
+            if self.finished is None:
+                self.finished = RolloutFinished(stop_reason, final_answer, self.iteration,
+                                                self._counts["tool_calls"], self._counts["format_errors"],
+                                                self._counts["env_errors"], time.perf_counter() - started, error,
+                                                self._usage)
+                self._write_trajectory(self.finished)
+                self._emit(self.finished)
+            self._events_file.close()
+        yield self.finished
+
+    async def run(self) -> RolloutFinished:
+        async for _ in self.events():
+            pass
+        return self.finished
+
+    @staticmethod
+    async def _with_deadline(awaitable, deadline):
+        if deadline is None:
+            return await awaitable
+        return await asyncio.wait_for(awaitable, max(0.001, deadline - time.perf_counter()))
+
+    def _add_usage(self, usage: dict[str, Any] | None) -> None:
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                self._usage[key] = self._usage.get(key, 0) + value
+
+    def _emit(self, event: StepEvent) -> StepEvent:
+        if self._events_file is not None and not self._events_file.closed:
+            self._events_file.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            self._events_file.flush()
+        return event
+
+    async def _act(self, turn: AssistantTurn, deadline):
+        """Events for one assistant turn, then (stop_reason, final_answer, error) if the rollout ends."""
+        assistant = turn.message()
+        if self.config.mode == "native":
+            calls, issues = self._parse_native(turn)
+        else:
+            parsed = parse_meta_turn(turn.content, self.tool_names, self.config.parse_think_calls)
+            calls, issues = parsed.calls, parsed.issues
+        if not calls and not issues:
+            self.messages.append(assistant)
+            self.groups.append([assistant])
+            self.trajectory.append({"iteration": self.iteration, "role": "assistant", "content": turn.content,
+                                    "tool_calls": [], "is_final": True})
+            yield ("final_answer", turn.content, None)
+            return
+        for issue in issues:
+            self._counts["format_errors"] += 1
+            yield FormatError(self.iteration, issue.kind, issue.detail)
+        group = [assistant]
+        self.messages.append(assistant)
+        entry: dict[str, Any] = {"iteration": self.iteration, "role": "assistant", "content": turn.content}
+        if turn.tool_calls:
+            entry["native_tool_calls"] = [asdict(c) for c in turn.tool_calls]
+        stop = self.config.on_format_error == "stop"
+        if issues and stop:
+            entry["tool_calls"] = []
+            entry["format_error"] = [asdict(i) for i in issues]
+            self.trajectory.append(entry)
+            self.groups.append(group)
+            yield ("format_error", "", "; ".join(f"{i.kind}: {i.detail}" for i in issues))
+            return
+        call = calls[0] if calls else None
+        if call is None:  # nothing executable: tell the model what was wrong
+            text = "Error: " + " ".join(_issue_message(i) for i in issues)
+            call_id = f"call_{int(time.time() * 1000)}_0"
+            entry["tool_calls"] = [{"id": call_id, "name": None, "arguments": None}]
+            observation = Observation(self.iteration, call_id, None, text, True, "format_error")
+        else:
+            entry["tool_calls"] = [{"id": call.id, "name": call.name, "arguments": call.arguments}]
+            yield ToolCall(self.iteration, call.id, call.name, call.tool, call.tool_arguments
+                           if call.name == "call_tool" else call.arguments)
+            try:
+                observation = await Rollout._with_deadline(self._execute(call), deadline)
+            except asyncio.TimeoutError:
+                yield ("timeout", "", f"episode timeout ({self.config.episode_timeout}s)")
+                return
+            kind = observation.error_kind
+            if kind in ("unknown_tool", "invalid_arguments", "unknown_function"):
+                self._counts["format_errors"] += 1
+                yield FormatError(self.iteration, {"unknown_tool": "tool_not_found",
+                                                   "invalid_arguments": "invalid_args"}.get(kind, kind),
+                                  observation.text)
+                if stop:
+                    entry["tool_response"] = {"tool_call_id": call.id, "content": observation.text}
+                    self.trajectory.append(entry)
+                    self.groups.append(group)
+                    yield ("format_error", "", observation.text)
+                    return
+            elif kind in ("http_5xx", "internal", "timeout"):
+                self._counts["env_errors"] += 1
+            if len(calls) > 1:
+                observation.text += (f"\n\nNote: your reply contained {len(calls)} function calls; only the first "
+                                     "was executed. Make one call per reply.")
+        self._counts["tool_calls"] += 1
+        yield observation
+        entry["tool_response"] = {"tool_call_id": observation.call_id, "content": observation.text}
+        self.trajectory.append(entry)
+        tool_messages = [{"role": "tool", "tool_call_id": observation.call_id, "content": observation.text}]
+        for extra in (turn.tool_calls[1:] if self.config.mode == "native" else []):
+            tool_messages.append({"role": "tool", "tool_call_id": extra.id, "content":
+                                  "Error: only one tool call per turn is executed; this one was skipped."})
+        self.messages.extend(tool_messages)
+        group.extend(tool_messages)
+        self.groups.append(group)
+        if call is not None and call.name == "list_tools" and self.first_list_group is None:
+            self.first_list_group = len(self.groups) - 1
+        if observation.error_kind == "internal":
+            yield ("environment_error", "", observation.text)
+
+    def _parse_native(self, turn: AssistantTurn) -> tuple[list[ParsedCall], list[FormatIssue]]:
+        calls, issues = [], []
+        for c in turn.tool_calls:
+            args = robust_json(c.arguments) if c.arguments else {}
+            if not isinstance(args, dict):
+                issues.append(FormatIssue("invalid_json", f"arguments of {c.name} are not a JSON object"))
+                continue
+            if not c.name:
+                issues.append(FormatIssue("missing_name", "a tool call without a name"))
+                continue
+            calls.append(ParsedCall(c.id, "call_tool", args, strip_tool_prefixes(c.name), args))
+        if len(calls) > 1:
+            issues.append(FormatIssue("multiple_calls", f"{len(calls)} calls in one turn; only the first is executed"))
+        return calls, issues
+
+    async def _execute(self, call: ParsedCall) -> Observation:
+        if call.name == "list_tools":
+            return Observation(self.iteration, call.id, None, self.tool_list_text)
+        if call.name != "call_tool":
+            return Observation(self.iteration, call.id, None,
+                               f"Error: Unknown tool '{call.name}'. Only 'list_tools' and 'call_tool' are available.",
+                               True, "unknown_function")
+        if call.tool not in self.tool_names:
+            return Observation(self.iteration, call.id, call.tool, f"Error: Tool '{call.tool}' not found", True,
+                               "unknown_tool")
+        kwargs = {} if self.config.call_timeout is None else {"timeout": self.config.call_timeout}
+        result = await self.episode.call_tool(call.tool, call.tool_arguments, **kwargs)
+        return Observation(self.iteration, call.id, call.tool, observation_text(result.text, result.is_error),
+                           result.is_error, result.error_kind, result.status, result.elapsed_ms)
+
+    # -- trajectory.json -----------------------------------------------------------------------
+    def _write_trajectory(self, finished: RolloutFinished | None) -> None:
+        data = {
+            "scenario": self.scenario, "task_id": self.task_id, "task": self.task,
+            "model": self.meta.get("model", self.policy.name), "api_url": self.meta.get("api_url", ""),
+            "max_iterations": self.config.max_turns, "temperature": self.meta.get("temperature", 1.0),
+            "total_iterations": self.iteration, "timestamp": self.meta.get("timestamp",
+                                                                           time.strftime("%Y%m%d_%H%M%S")),
+            "trajectory": self.trajectory, "messages": self.messages,
+            "awm": {"policy": self.policy.name, "config": self.config.to_dict(),
+                    "stop_reason": finished.stop_reason if finished else None,
+                    "final_answer": finished.final_answer if finished else None,
+                    "error": finished.error if finished else None, "usage": self._usage,
+                    "counts": self._counts, **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
+        }
+        tmp = self.run_dir / "trajectory.json.tmp"
+        tmp.write_text(json.dumps(data, indent=4, ensure_ascii=False, default=str))
+        tmp.replace(self.run_dir / "trajectory.json")
+
+
+def _issue_message(issue: FormatIssue) -> str:
+    return {
+        "invalid_json": "your <tool_call> is not valid JSON.",
+        "missing_name": "your <tool_call> has no function name.",
+        "unclosed_tool_call": "you opened <tool_call> but never closed it with </tool_call>.",
+        "invalid_arguments": "call_tool needs {\"tool_name\": ..., \"arguments\": \"{...}\"}.",
+        "multiple_calls": "make one function call per reply.",
+    }.get(issue.kind, issue.detail)
