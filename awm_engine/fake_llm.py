@@ -12,11 +12,12 @@ Script (JSON)::
         {"match": "impartial", "responses": [{"content": "{\\"classification\\": \\"complete\\", ...}"}]}]}
 
 Which response answers a request is stateless: the number of assistant messages already in the
-request picks it (the last one repeats), so concurrent conversations each get the full script. A
+request picks it (the last one repeats), so concurrent conversations each get the full script. With
+``"cursor": "sequential"`` it is instead the number of earlier requests of the same conversation
+(same first two messages) — for clients that trim their history. A
 rule applies when its ``match`` text occurs in any message of the request. Errors (``status``)
 are counted per (conversation position, response) so a retried request moves past them.
 """
-from __future__ import annotations
 
 import asyncio
 import json
@@ -53,6 +54,7 @@ class ScriptedModel:
         self.script = load_script(script)
         self.requests: list[dict[str, Any]] = []
         self.error_hits: dict[tuple, int] = {}
+        self.seen: dict[str, int] = {}
         self.lock = threading.Lock()
 
     def pick(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +68,13 @@ class ScriptedModel:
                 break
         if not responses:
             return {"content": ""}
-        position = sum(1 for m in messages if m.get("role") == "assistant")
+        if self.script.get("cursor") == "sequential":
+            key = json.dumps(messages[:2], sort_keys=True, default=str)
+            with self.lock:
+                position = self.seen.get(key, 0)
+                self.seen[key] = position + 1
+        else:
+            position = sum(1 for m in messages if m.get("role") == "assistant")
         index = min(position, len(responses) - 1)
         # an error response answers once per conversation position; a retry gets the next response
         while "status" in responses[index] and index + 1 < len(responses):
