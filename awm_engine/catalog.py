@@ -234,6 +234,16 @@ class Scenario:
             conn.close()
         return out
 
+    def version_key(self) -> str:
+        """Cheap identity of this scenario's code and data: where its rows live and those files' versions."""
+        parts = []
+        for kind in ("envs", "db", "sample"):
+            ref = self.refs.get(kind)
+            if ref is not None:
+                st = os.stat(ref.path)
+                parts.append(f"{ref.path}:{ref.offset}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+
     def content_hash(self) -> str:
         """Hash of what determines the initial database (schema + sample data)."""
         blob = json.dumps([self.db_schema, self.sample_data], sort_keys=True, ensure_ascii=False)

@@ -5,7 +5,6 @@ The result per scenario (loads / tools listed / calls ok / calls failing with 5x
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -75,8 +74,7 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cache_path(scenario: Scenario) -> Path:
-    digest = hashlib.sha256(((scenario.code or "") + scenario.content_hash()).encode()).hexdigest()[:16]
-    return cache_dir() / "health" / f"{scenario.key}-{digest}.json"
+    return cache_dir() / "health" / f"{scenario.key}-{scenario.version_key()}.json"
 
 
 def cached_health(scenario: Scenario) -> dict[str, Any] | None:

@@ -1,72 +1,77 @@
-"""awm-tui: the Textual front end over awm_engine (a first catalog view; richer screens come later)."""
+"""awm-tui: the Textual front end over awm_engine."""
 from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.app import App
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from awm_engine.catalog import Catalog
 
+from .actions import ACTIONS, bindings, user_keymap
+from .screens.catalog import CatalogScreen
+from .screens.environment import EnvironmentScreen
+from .screens.help import HelpScreen
+
+
+class AwmCommands(Provider):
+    """Palette commands: the registry's actions for this screen, and "open <environment>"."""
+
+    def _commands(self):
+        screen = self.screen
+        scope = "environment" if isinstance(screen, EnvironmentScreen) else "catalog"
+        for a in ACTIONS:
+            if a.scope in (scope, "app") and a.action not in ("command_palette",):
+                target = screen if a.scope != "app" else self.app
+                yield f"{a.description} ({a.id})", partial(target.run_action, a.action), a.id
+        catalog = getattr(self.app, "catalog", None)
+        for s in catalog or []:
+            yield f"open: {s.key}", partial(self.app.open_environment, s.key), s.name
+
+    async def discover(self) -> Hits:
+        for text, callback, help_text in self._commands():
+            yield DiscoveryHit(text, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for text, callback, help_text in self._commands():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), callback, help=help_text)
+
 
 class AwmApp(App):
-    """Lists every loaded environment; type to filter."""
-
     TITLE = "awm"
-    CSS = """
-    #search { dock: top; }
-    #status { dock: bottom; height: 1; color: $text-muted; }
-    """
-    BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", id="app.quit"),
-        Binding("slash", "focus_search", "Search", id="catalog.search"),
-    ]
+    CSS_PATH = "app.tcss"
+    BINDINGS = bindings("app")
+    COMMANDS = App.COMMANDS | {AwmCommands}
 
-    def __init__(self, data_dirs: list[str] | None = None):
+    def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True):
         super().__init__()
         self.data_dirs = data_dirs
+        self.cursor_blink = cursor_blink
         self.catalog: Catalog | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Input(placeholder="filter environments…", id="search")
-        yield DataTable(id="catalog", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="status")
-        yield Footer()
+        self.keymap = user_keymap()
 
     def on_mount(self) -> None:
-        self.catalog = Catalog.load(self.data_dirs)
-        table = self.query_one(DataTable)
-        table.add_columns("scenario", "tables", "tools", "tasks", "sql verifiers", "code verifiers")
-        self.refill("")
-        table.focus()
-        errors = len(self.catalog.errors)
-        self.query_one("#status", Static).update(
-            f"{len(self.catalog)} environments from {', '.join(map(str, self.catalog.dirs))}"
-            + (f" — {errors} data errors (see `awm catalog list`)" if errors else ""))
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        self.push_screen(CatalogScreen(self.data_dirs))
 
-    def refill(self, needle: str) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
-        needle = needle.lower().strip()
-        for s in self.catalog or []:
-            if needle and needle not in s.key and needle not in s.name.lower():
-                continue
-            n = len(s.tasks)
-            table.add_row(s.key, s.table_count, s.tool_count, n, f"{s.verifier_coverage('sql')}/{n}",
-                          f"{s.verifier_coverage('code')}/{n}", key=s.key)
+    def open_environment(self, key: str) -> None:
+        if self.catalog is None:
+            return
+        self.push_screen(EnvironmentScreen(self.catalog.get(key)))
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.refill(event.value)
-
-    def action_focus_search(self) -> None:
-        self.query_one("#search", Input).focus()
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.keymap))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="awm-tui", description="Browse AWM environments.")
+    parser = argparse.ArgumentParser(prog="awm-tui", description="Browse, play and evaluate AWM environments.")
     parser.add_argument("--data", action="append", metavar="DIR",
                         help="AWM data directory (repeatable); default: the bundled sample_envs/")
     args = parser.parse_args(argv)

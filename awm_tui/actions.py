@@ -1,0 +1,69 @@
+"""The one registry of named actions: it drives key bindings, the footer, the help screen and the
+command palette. Users remap keys by action id in the ``[keys]`` table of the awm config file::
+
+    [keys]
+    "catalog.search" = "f"
+    "env.back" = "escape,backspace"
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+from awm_engine.llm_config import ConfigError, load_config
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    id: str  # stable id users remap by, e.g. "catalog.search"
+    action: str  # the Textual action it runs
+    keys: str  # default keys, comma-separated
+    description: str
+    scope: str  # app | catalog | environment | data | tools
+    show: bool = True  # in the footer
+    key_display: str | None = None
+    priority: bool = False
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("app.quit", "quit", "ctrl+q", "Quit", "app", priority=True),
+    ActionSpec("app.help", "help", "f1,question_mark", "Keys", "app", key_display="?"),
+    ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False),
+    ActionSpec("catalog.search", "focus_search", "slash", "Search", "catalog", key_display="/"),
+    ActionSpec("catalog.open", "open_selected", "enter", "Open", "catalog"),
+    ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog"),
+    ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog"),
+    ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False),
+    ActionSpec("env.back", "back", "escape", "Back", "environment"),
+    ActionSpec("env.overview", "show_tab('overview')", "1", "Overview", "environment"),
+    ActionSpec("env.schema", "show_tab('schema')", "2", "Schema", "environment"),
+    ActionSpec("env.data", "show_tab('data')", "3", "Data", "environment"),
+    ActionSpec("env.tools", "show_tab('tools')", "4", "Tools", "environment"),
+    ActionSpec("env.tasks", "show_tab('tasks')", "5", "Tasks", "environment"),
+    ActionSpec("data.next_page", "next_page", "n,pagedown", "Next page", "environment", show=False),
+    ActionSpec("data.prev_page", "prev_page", "p,pageup", "Previous page", "environment", show=False),
+    ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False),
+    ActionSpec("tools.source", "toggle_source", "ctrl+s", "Handler source", "environment", show=False),
+)
+
+SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment"}
+
+
+def bindings(scope: str) -> list[Binding]:
+    return [Binding(a.keys, a.action, a.description, show=a.show, key_display=a.key_display, priority=a.priority,
+                    id=a.id) for a in ACTIONS if a.scope == scope]
+
+
+def by_id(action_id: str) -> ActionSpec:
+    return next(a for a in ACTIONS if a.id == action_id)
+
+
+def user_keymap() -> dict[str, str]:
+    """``[keys]`` from the config file, limited to known action ids."""
+    try:
+        keys = load_config().get("keys") or {}
+    except ConfigError:
+        return {}
+    known = {a.id for a in ACTIONS}
+    return {k: str(v) for k, v in keys.items() if k in known}

@@ -1,0 +1,152 @@
+"""The catalog: every loaded environment, filtered as you type, sortable, with counts and health."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from awm_engine.catalog import Catalog
+from awm_engine.health import cached_health
+
+from ..actions import bindings
+
+COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health")
+
+
+@dataclass
+class Row:
+    key: str
+    name: str
+    tables: int
+    tools: int
+    tasks: int
+    sql: str
+    code: str
+    health: str
+
+    def cells(self) -> tuple:
+        return (self.key, self.name, self.tables, self.tools, self.tasks, self.sql, self.code, self.health)
+
+
+def catalog_rows(catalog: Catalog) -> list[Row]:
+    rows = []
+    for s in catalog:
+        n = len(s.tasks)
+        health = cached_health(s)
+        status = health.get("status", "?") if health else "—"
+        if health and health.get("loads"):
+            status = f"{status} {health.get('calls_ok', 0)}/{health.get('get_tools', 0)}"
+        if s.issues:
+            status = "data errors"
+        rows.append(Row(s.key, s.name, s.table_count or 0, s.tool_count or 0, n,
+                        f"{s.verifier_coverage('sql')}/{n}", f"{s.verifier_coverage('code')}/{n}", status))
+    return rows
+
+
+class CatalogScreen(Screen):
+    BINDINGS = bindings("catalog")
+
+    def __init__(self, data_dirs: list[str] | None):
+        super().__init__()
+        self.data_dirs = data_dirs
+        self.catalog: Catalog | None = None
+        self.rows: list[Row] = []
+        self.sort_column = 0
+        self.sort_reverse = False
+        self.needle = ""
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Input(placeholder="type to filter environments (name, key)…", id="search")
+        yield DataTable(id="catalog", cursor_type="row", zebra_stripes=True)
+        yield Static("loading…", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for col in COLUMNS:
+            table.add_column(col, key=col)
+        if not getattr(self.app, "cursor_blink", True):
+            for field in self.query(Input):
+                field.cursor_blink = False
+        table.focus()
+        self.load_catalog()
+
+    @work(thread=True, exclusive=True, group="catalog")
+    def load_catalog(self) -> None:
+        catalog = Catalog.load(self.data_dirs)
+        rows = catalog_rows(catalog)
+        self.app.call_from_thread(self._loaded, catalog, rows)
+
+    def _loaded(self, catalog: Catalog, rows: list[Row]) -> None:
+        self.catalog = catalog
+        self.app.catalog = catalog
+        self.rows = rows
+        self.refill()
+
+    # -- table --------------------------------------------------------------------------------
+    def visible_rows(self) -> list[Row]:
+        needle = self.needle.lower().strip()
+        rows = [r for r in self.rows if not needle or needle in r.key or needle in r.name.lower()]
+        return sorted(rows, key=lambda r: r.cells()[self.sort_column], reverse=self.sort_reverse)
+
+    def refill(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        visible = self.visible_rows()
+        table.add_rows([r.cells() for r in visible])
+        self._keys = [r.key for r in visible]
+        catalog = self.catalog
+        errors = len(catalog.errors) if catalog else 0
+        names = ", ".join(getattr(d, "name", str(d)) for d in (catalog.dirs if catalog else []))
+        arrow = "↓" if self.sort_reverse else "↑"
+        self.query_one("#status", Static).update(
+            f"{len(visible)} of {len(self.rows)} environments · {names} · sorted by {COLUMNS[self.sort_column]} "
+            f"{arrow}" + (f" · {errors} data errors (awm catalog list shows them)" if errors else ""))
+
+    def selected_key(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not getattr(self, "_keys", None) or table.cursor_row is None or table.cursor_row >= len(self._keys):
+            return None
+        return self._keys[table.cursor_row]
+
+    # -- events and actions ---------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value
+        self.refill()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_selected()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        index = event.column_index
+        self.sort_reverse = (not self.sort_reverse) if index == self.sort_column else False
+        self.sort_column = index
+        self.refill()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_clear_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.value = ""
+        self.query_one(DataTable).focus()
+
+    def action_cycle_sort(self) -> None:
+        self.sort_column = (self.sort_column + 1) % len(COLUMNS)
+        self.refill()
+
+    def action_reverse_sort(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self.refill()
+
+    def action_open_selected(self) -> None:
+        key = self.selected_key()
+        if key and self.catalog is not None:
+            self.app.open_environment(key)
