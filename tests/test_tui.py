@@ -10,6 +10,7 @@ from awm_tui.app import AwmApp
 from awm_tui.screens.catalog import CatalogScreen
 from awm_tui.screens.environment import EnvironmentScreen
 from awm_tui.screens.help import HelpScreen
+from awm_tui.widgets.virtual_table import VirtualTable
 
 SIZE = (120, 36)
 
@@ -43,7 +44,7 @@ async def test_search_sort_open_and_back():
     app = AwmApp(None, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        table = app.screen.query_one(DataTable)
+        table = app.screen.query_one(VirtualTable)
         assert table.row_count == 5
         first = table.get_row_at(0)[0]
         await pilot.press("s")  # sort by name
@@ -168,8 +169,8 @@ async def test_help_lists_every_action_and_keymap_override(tmp_path, monkeypatch
         await settle(app, pilot)
         assert app.keymap == {"catalog.search": "f"}
         await pilot.press("f", *"sky")
-        assert app.screen.query_one(DataTable).row_count == 1
-        app.screen.query_one(DataTable).focus()
+        assert app.screen.query_one(VirtualTable).row_count == 1
+        app.screen.query_one(VirtualTable).focus()
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         from rich.console import Console

@@ -1,5 +1,5 @@
 """The TUI starts headless on a data directory and filters as you type."""
-from textual.widgets import DataTable
+from awm_tui.widgets.virtual_table import VirtualTable
 
 from awm_tui.app import AwmApp
 
@@ -7,7 +7,10 @@ from awm_tui.app import AwmApp
 async def test_catalog_lists_and_filters_sample_envs():
     app = AwmApp(None)
     async with app.run_test(size=(120, 30)) as pilot:
-        table = app.query_one(DataTable)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one(VirtualTable)
         assert table.row_count == 5
         await pilot.press("slash", "l", "i", "b")
         await pilot.pause()
@@ -18,5 +21,8 @@ async def test_catalog_lists_and_filters_sample_envs():
 async def test_catalog_on_real_data(awm_real):
     app = AwmApp([str(awm_real)])
     async with app.run_test(size=(120, 30)) as pilot:
-        assert app.query_one(DataTable).row_count == 3
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.query_one(VirtualTable).row_count == 3
         await pilot.press("ctrl+q")

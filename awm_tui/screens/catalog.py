@@ -6,14 +6,16 @@ from dataclasses import dataclass
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Static
 
 from awm_engine.catalog import Catalog
 from awm_engine.health import cached_health
 
 from ..actions import bindings
+from ..widgets.virtual_table import VirtualTable
 
 COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health")
+WIDTHS = (34, 34, 6, 5, 5, 7, 7, 14)  # fixed widths: the table never measures 1,000 rows
 
 
 @dataclass
@@ -61,14 +63,13 @@ class CatalogScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Input(placeholder="type to filter environments (name, key)…", id="search")
-        yield DataTable(id="catalog", cursor_type="row", zebra_stripes=True)
+        yield VirtualTable(id="catalog")
         yield Static("loading…", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for col in COLUMNS:
-            table.add_column(col, key=col)
+        table = self.query_one(VirtualTable)
+        table.set_columns(list(COLUMNS), list(WIDTHS))
         if not getattr(self.app, "cursor_blink", True):
             for field in self.query(Input):
                 field.cursor_blink = False
@@ -94,11 +95,9 @@ class CatalogScreen(Screen):
         return sorted(rows, key=lambda r: r.cells()[self.sort_column], reverse=self.sort_reverse)
 
     def refill(self) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
+        table = self.query_one(VirtualTable)
         visible = self.visible_rows()
-        table.add_rows([r.cells() for r in visible])
-        self._keys = [r.key for r in visible]
+        table.set_rows([r.cells() for r in visible], [r.key for r in visible])
         catalog = self.catalog
         errors = len(catalog.errors) if catalog else 0
         names = ", ".join(getattr(d, "name", str(d)) for d in (catalog.dirs if catalog else []))
@@ -108,10 +107,7 @@ class CatalogScreen(Screen):
             f"{arrow}" + (f" · {errors} data errors (awm catalog list shows them)" if errors else ""))
 
     def selected_key(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not getattr(self, "_keys", None) or table.cursor_row is None or table.cursor_row >= len(self._keys):
-            return None
-        return self._keys[table.cursor_row]
+        return self.query_one(VirtualTable).cursor_key
 
     # -- events and actions ---------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -119,12 +115,12 @@ class CatalogScreen(Screen):
         self.refill()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(VirtualTable).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
         self.action_open_selected()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+    def on_virtual_table_header_selected(self, event: VirtualTable.HeaderSelected) -> None:
         index = event.column_index
         self.sort_reverse = (not self.sort_reverse) if index == self.sort_column else False
         self.sort_column = index
@@ -136,7 +132,7 @@ class CatalogScreen(Screen):
     def action_clear_search(self) -> None:
         search = self.query_one("#search", Input)
         search.value = ""
-        self.query_one(DataTable).focus()
+        self.query_one(VirtualTable).focus()
 
     def action_cycle_sort(self) -> None:
         self.sort_column = (self.sort_column + 1) % len(COLUMNS)
