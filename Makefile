@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup tui test bench clean
+.PHONY: setup tui test bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "awm needs Python 3.11+"'
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/runtime.py
+	$(BIN)/python benchmarks/tui_catalog.py
+
+screenshots: $(STAMP)
+	$(BIN)/python assets/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
