@@ -281,8 +281,10 @@ class EnvPool:
         return min(alive, key=lambda w: (len(w.episodes), scenario.key not in w.loaded, w.index))
 
     async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
-                           episode_id: str | None = None, task_idx: int | None = None) -> PoolEpisode:
-        """An isolated episode: its own ``initial.db`` and working ``final.db`` in ``run_dir``."""
+                           episode_id: str | None = None, task_idx: int | None = None,
+                           attach: bool = False) -> PoolEpisode:
+        """An isolated episode: its own ``initial.db`` and working ``final.db`` in ``run_dir`` (with
+        ``attach``, the databases already in ``run_dir`` are used as they are)."""
         if task_idx is not None:
             scenario.task(task_idx)  # IndexError for a task that does not exist
         worker = self._pick(scenario)
@@ -290,7 +292,7 @@ class EnvPool:
         episode_id = episode_id or uuid.uuid4().hex[:12]
         run_dir = Path(run_dir) if run_dir else self.workdir / "episodes" / episode_id
         data = await worker.request("open", wait=60, scenario=scenario.key, run_dir=str(run_dir),
-                                    episode=episode_id)
+                                    episode=episode_id, attach=attach)
         info = EpisodeInfo(episode_id, scenario.key, run_dir, Path(data["initial_db"]), Path(data["final_db"]))
         episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"])
         episode.methods = loaded.get("methods", {})

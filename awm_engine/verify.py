@@ -207,3 +207,17 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
             json.dumps(_reference_record(report, outcome, outcome.mode), indent=4, ensure_ascii=False, default=str))
     (run_dir / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
     return report
+
+
+async def verify_both(run_dir: Path | str, catalog: Catalog | None = None, judge: Endpoint | None = None,
+                      rewards: RewardConfig | None = None) -> VerifyReport:
+    """Code mode always, and sql mode with the judge when one is configured, merged into one report (the
+    judge's label decides; the code verifier's outcome is kept beside it) written to ``verify.json``."""
+    report = await verify_run(run_dir, "code", catalog, None, rewards)
+    if judge is not None:
+        code_outcome = report.code
+        report = await verify_run(run_dir, "sql", catalog, judge, rewards)
+        report.code = code_outcome
+        (Path(run_dir) / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False,
+                                                              default=str))
+    return report

@@ -45,9 +45,25 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("data.prev_page", "prev_page", "p,pageup", "Previous page", "environment", show=False),
     ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False),
     ActionSpec("tools.source", "toggle_source", "ctrl+s", "Handler source", "environment", show=False),
+    ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
+    ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
+    ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
+    ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play"),
+    ActionSpec("play.back", "back", "escape", "Back", "play"),
+    ActionSpec("rollout.start", "start", "ctrl+r", "Start", "rollout", show=False),
+    ActionSpec("rollout.next", "next_step", "n", "Next step", "rollout"),
+    ActionSpec("rollout.run", "run_to_end", "r", "Run to end", "rollout"),
+    ActionSpec("rollout.pause", "pause", "space", "Pause", "rollout"),
+    ActionSpec("rollout.stop", "stop", "x", "Stop", "rollout"),
+    ActionSpec("rollout.back", "back", "escape", "Back", "rollout"),
+    ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay"),
+    ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay"),
+    ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay"),
+    ActionSpec("replay.back", "back", "escape", "Back", "replay"),
 )
 
-SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment"}
+SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "play": "Play",
+                "rollout": "Live rollout", "replay": "Replay"}
 
 
 def bindings(scope: str) -> list[Binding]:

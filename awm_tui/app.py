@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
+from pathlib import Path
 
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -14,6 +15,7 @@ from .actions import ACTIONS, bindings, user_keymap
 from .screens.catalog import CatalogScreen
 from .screens.environment import EnvironmentScreen
 from .screens.help import HelpScreen
+from .screens.replay import ReplayScreen
 
 
 class AwmCommands(Provider):
@@ -21,7 +23,7 @@ class AwmCommands(Provider):
 
     def _commands(self):
         screen = self.screen
-        scope = "environment" if isinstance(screen, EnvironmentScreen) else "catalog"
+        scope = getattr(screen, "SCOPE", "catalog")
         for a in ACTIONS:
             if a.scope in (scope, "app") and a.action not in ("command_palette",):
                 target = screen if a.scope != "app" else self.app
@@ -29,6 +31,8 @@ class AwmCommands(Provider):
         catalog = getattr(self.app, "catalog", None)
         for s in catalog or []:
             yield f"open: {s.key}", partial(self.app.open_environment, s.key), s.name
+        for run_dir in self.app.recent_runs():
+            yield f"replay: {run_dir.name}", partial(self.app.open_replay, run_dir), str(run_dir)
 
     async def discover(self) -> Hits:
         for text, callback, help_text in self._commands():
@@ -48,10 +52,14 @@ class AwmApp(App):
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {AwmCommands}
 
-    def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True):
+    def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
+                 runs_root: Path | str = "outputs", replay: Path | str | None = None):
         super().__init__()
         self.data_dirs = data_dirs
         self.cursor_blink = cursor_blink
+        self.runs_root = Path(runs_root)
+        self.replay_dir = replay
+        self._pool = None
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
 
@@ -59,6 +67,40 @@ class AwmApp(App):
         if self.keymap:
             self.set_keymap(self.keymap)
         self.push_screen(CatalogScreen(self.data_dirs))
+        if self.replay_dir:
+            self.call_later(self.open_replay, self.replay_dir)
+
+    async def get_pool(self):
+        """Environment worker processes (started on first use): environment code never runs in the TUI."""
+        if self._pool is None:
+            from awm_engine.pool import EnvPool
+
+            self._pool = EnvPool(workers=1)
+            await self._pool.start()
+        return self._pool
+
+    async def on_unmount(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+
+    def judge_endpoint(self):
+        from awm_engine.llm_config import ConfigError, judge_endpoint
+
+        try:
+            return judge_endpoint()
+        except ConfigError as exc:
+            self.notify(str(exc), title="judge", severity="warning")
+            return None
+
+    def recent_runs(self, limit: int = 50) -> list[Path]:
+        found = [p.parent for sub in ("agents", "play", "eval") for p in (self.runs_root / sub).glob("**/trajectory.json")]
+        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
+
+    def open_replay(self, run_dir: Path | str) -> None:
+        try:
+            self.push_screen(ReplayScreen(run_dir))
+        except FileNotFoundError as exc:
+            self.notify(str(exc), title="replay", severity="error")
 
     def open_environment(self, key: str) -> None:
         if self.catalog is None:
@@ -74,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="awm-tui", description="Browse, play and evaluate AWM environments.")
     parser.add_argument("--data", action="append", metavar="DIR",
                         help="AWM data directory (repeatable); default: the bundled sample_envs/")
+    parser.add_argument("--replay", metavar="RUN_DIR", help="open a run directory in the replay view")
+    parser.add_argument("--runs", metavar="DIR", default="outputs",
+                        help="where play and live runs are written and recent runs are found (default outputs/)")
     args = parser.parse_args(argv)
-    AwmApp(args.data).run()
+    AwmApp(args.data, runs_root=args.runs, replay=args.replay).run()
     return 0
 
 

@@ -64,6 +64,13 @@ def register(verbs) -> None:
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(func=cmd_verify)
 
+    replay = verbs.add_parser("replay", help="step through a run directory; database diff after any step")
+    replay.add_argument("run_dir")
+    replay.add_argument("--step", type=int, help="print the database diff (against initial.db) after this step")
+    add_data_arg(replay)
+    replay.add_argument("--json", action="store_true")
+    replay.set_defaults(func=cmd_replay)
+
     fake = verbs.add_parser("fake-llm", help="serve a scripted OpenAI-compatible chat completions API")
     fake.add_argument("--script", required=True, metavar="FILE")
     fake.add_argument("--port", type=int, default=8000)
@@ -173,3 +180,44 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
     stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{args.port}/v1")
     serve(args.script, args.port)
     return 0
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    from ..pool import EnvPool
+    from ..replay import RunReplay
+
+    try:
+        run = RunReplay(args.run_dir)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
+    steps = [{"step": s.index, "iteration": s.iteration, "tool": s.tool, "name": s.name, "arguments": s.arguments,
+              "is_error": s.is_error, "is_final": s.is_final, "observation": (s.observation or "")[:300],
+              "format_errors": s.format_errors} for s in run.steps]
+    data = {"run_dir": str(run.run_dir), "scenario": run.scenario, "task_id": run.task_id,
+            "stop_reason": run.stop_reason, "steps": steps}
+    if args.step is not None:
+        if not 0 <= args.step < len(run.steps):
+            raise CliError(f"the run has steps 0..{len(run.steps) - 1}")
+        catalog = load_catalog(args, quiet=True) if args.data else None
+        async with EnvPool(workers=1) as pool:
+            await run.materialize(pool, catalog)
+        diff = run.diff_at(args.step)
+        data["diff"] = diff.to_dict()
+        data["final_matches"] = run.final_matches()
+        run.cleanup()
+    if args.json:
+        print_json(data)
+        return 0
+    for s in steps:
+        what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
+        print(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
+    if "diff" in data:
+        c = data["diff"]["summary"]
+        print(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")
+        for t in data["diff"]["tables"]:
+            print(f"  {t['table']}: +{len(t['inserted'])} -{len(t['deleted'])} ~{len(t['updated'])}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    return asyncio.run(_replay(args))

@@ -49,6 +49,7 @@ def catalog_rows(catalog: Catalog) -> list[Row]:
 
 
 class CatalogScreen(Screen):
+    SCOPE = "catalog"
     BINDINGS = bindings("catalog")
 
     def __init__(self, data_dirs: list[str] | None):

@@ -41,6 +41,7 @@ def _shown_path(path) -> str:
 
 
 class EnvironmentScreen(Screen):
+    SCOPE = "environment"
     BINDINGS = bindings("environment")
 
     def __init__(self, scenario: Scenario):
@@ -331,6 +332,7 @@ class EnvironmentScreen(Screen):
                 if meta.get(key):
                     parts.append(Text(f"{key.replace('_', ' ')}: {meta[key]}", style="dim"))
             parts += [code_block(verifier.code, "python"), Text("")]
+        parts.append(Text("ctrl+g plays this task yourself · ctrl+l watches a model do it", style="dim"))
         solution = s.solution(index)
         if solution:
             parts += [Text("Reference solution", style="bold"),
@@ -341,6 +343,22 @@ class EnvironmentScreen(Screen):
     # -- navigation -----------------------------------------------------------------------------
     def action_show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+
+    def selected_task(self) -> int:
+        highlighted = self.query_one("#task-list", OptionList).highlighted
+        return highlighted or 0
+
+    def action_play_task(self) -> None:
+        from .play import PlayScreen
+
+        if self.scenario.tasks and self.scenario.code:
+            self.app.push_screen(PlayScreen(self.scenario, self.selected_task()))
+
+    def action_rollout_task(self) -> None:
+        from .rollout import RolloutScreen
+
+        if self.scenario.tasks and self.scenario.code:
+            self.app.push_screen(RolloutScreen(self.scenario, self.selected_task()))
 
     def action_back(self) -> None:
         self.app.pop_screen()

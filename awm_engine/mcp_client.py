@@ -1,0 +1,126 @@
+"""Episodes reached over MCP: start ``awm env serve`` for a task and talk to it like any MCP client.
+
+``McpEpisode`` has the episode interface the rollout uses (``list_tools``, ``call_tool``,
+``run_dir``), so an agent can act on an environment through a real MCP server — the TUI's live
+rollouts do, so a user can also point MCP Inspector at the same server while watching.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .runtime import ToolResult
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServedEnvironment:
+    """An ``awm env serve`` subprocess for one episode, with its session directory."""
+
+    def __init__(self, scenario: str, run_dir: Path | str, data_dirs: list[str] | None = None,
+                 task_idx: int | None = None, call_timeout: float | None = None):
+        self.scenario = scenario
+        self.run_dir = Path(run_dir).resolve()
+        self.data_dirs = data_dirs or []
+        self.task_idx = task_idx
+        self.call_timeout = call_timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc: subprocess.Popen | None = None
+
+    async def start(self, timeout: float = 60.0) -> "ServedEnvironment":
+        args = [sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", self.scenario,
+                "--port", str(self.port), "--out", str(self.run_dir)]
+        for d in self.data_dirs:
+            args += ["--data", str(d)]
+        if self.task_idx is not None:
+            args += ["--task", str(self.task_idx)]
+        if self.call_timeout is not None:
+            args += ["--timeout", str(self.call_timeout)]
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.run_dir / "serve.log", "ab")
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = (self.run_dir / "serve.log").read_text(errors="replace")[-800:]
+                raise RuntimeError(f"awm env serve exited with {self.proc.returncode}: {tail}")
+            if (self.run_dir / "session.json").exists():
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                        return self
+            await asyncio.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"awm env serve did not start within {timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+class McpEpisode:
+    """The episode interface over one persistent MCP session."""
+
+    def __init__(self, url: str, run_dir: Path | str):
+        self.url = url
+        self.run_dir = Path(run_dir)
+        self.initial_db = self.run_dir / "initial.db"
+        self.final_db = self.run_dir / "final.db"
+        self.tools: list[dict[str, Any]] = []
+        self._client = None
+
+    async def connect(self) -> "McpEpisode":
+        from fastmcp import Client
+
+        self._client = Client(self.url, timeout=120)
+        await self._client.__aenter__()
+        self.tools = [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
+                      for t in await self._client.list_tools()]
+        return self
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self.tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
+                        timeout: float | None = None) -> ToolResult:
+        started = time.perf_counter()
+        try:
+            result = await self._client.call_tool_mcp(name, arguments or {})
+        except Exception as exc:  # noqa: BLE001 - the server or the connection failed
+            return ToolResult(f"Error calling {name}: {type(exc).__name__}: {exc}", True, error_kind="internal")
+        text = "\n".join(getattr(c, "text", "") for c in result.content)
+        kind = None
+        if result.is_error:
+            kind = ("unknown_tool" if text.startswith("Unknown tool:") else
+                    "invalid_arguments" if text.startswith("Input validation error") else
+                    "http_5xx" if "Status code: 5" in text else
+                    "http_4xx" if "Status code: 4" in text else
+                    "timeout" if "timed out" in text else "internal")
+        return ToolResult(text, bool(result.is_error), None, kind, (time.perf_counter() - started) * 1000)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.__aexit__(None, None, None)
+            self._client = None
+
+
+def load_session(run_dir: Path | str) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "session.json").read_text())

@@ -1,0 +1,141 @@
+"""Replaying a run directory step by step, with the database state after every step.
+
+A run stores only ``initial.db`` and ``final.db``; the states in between are rebuilt by executing
+the run's tool calls again, in order, on a copy of its ``initial.db`` (in a worker process, like any
+environment code). The last state can be compared with the run's own ``final.db``: time-dependent
+handlers may differ slightly on re-execution, which ``final_matches`` reports.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .agent_format import parse_meta_turn
+from .catalog import Catalog
+from .dbdiff import DbDiff, diff_databases, snapshot
+
+
+@dataclass
+class ReplayStep:
+    index: int
+    iteration: int
+    content: str
+    name: str | None = None  # list_tools | call_tool | None
+    tool: str | None = None  # the environment tool, for call_tool
+    arguments: Any = None
+    observation: str | None = None
+    is_error: bool = False
+    error_kind: str | None = None
+    is_final: bool = False
+    format_errors: list[str] | None = None
+
+    @property
+    def changes_db(self) -> bool:
+        return self.tool is not None and self.name == "call_tool"
+
+
+def _steps_from_events(path: Path) -> list[ReplayStep]:
+    steps: dict[int, ReplayStep] = {}
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        kind, it = event.get("type"), event.get("iteration")
+        if kind == "model_turn":
+            steps[it] = ReplayStep(len(steps), it, event.get("content") or "")
+        elif it in steps:
+            step = steps[it]
+            if kind == "tool_call":
+                step.name, step.tool, step.arguments = event.get("name"), event.get("tool"), event.get("arguments")
+            elif kind == "observation":
+                step.observation, step.is_error, step.error_kind = event["text"], event["is_error"], event.get(
+                    "error_kind")
+            elif kind == "format_error":
+                step.format_errors = (step.format_errors or []) + [f"{event['kind']}: {event['detail']}"]
+    ordered = [steps[k] for k in sorted(steps)]
+    for step in ordered:
+        step.is_final = step.observation is None and step.name is None and not step.format_errors
+    return ordered
+
+
+def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:
+    steps = []
+    for i, entry in enumerate(trajectory.get("trajectory", [])):
+        step = ReplayStep(i, entry.get("iteration", i + 1), entry.get("content") or "")
+        step.is_final = bool(entry.get("is_final"))
+        calls = entry.get("tool_calls") or []
+        if calls and calls[0].get("name"):
+            parsed = parse_meta_turn(step.content)
+            call = parsed.calls[0] if parsed.calls else None
+            step.name = call.name if call else calls[0]["name"]
+            step.tool = call.tool if call else None
+            step.arguments = call.tool_arguments if call and call.name == "call_tool" else calls[0].get("arguments")
+        response = entry.get("tool_response") or {}
+        step.observation = response.get("content")
+        step.is_error = bool(step.observation and step.observation.startswith("Error"))
+        steps.append(step)
+    return steps
+
+
+class RunReplay:
+    def __init__(self, run_dir: Path | str):
+        self.run_dir = Path(run_dir)
+        path = self.run_dir / "trajectory.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.run_dir} has no trajectory.json")
+        self.trajectory = json.loads(path.read_text())
+        events = self.run_dir / "events.jsonl"
+        self.steps = _steps_from_events(events) if events.is_file() else _steps_from_trajectory(self.trajectory)
+        self.scenario = self.trajectory.get("scenario")
+        self.task_id = self.trajectory.get("task_id")
+        self.task = self.trajectory.get("task", "")
+        awm = self.trajectory.get("awm") or {}
+        self.stop_reason = awm.get("stop_reason")
+        self.data_dirs = awm.get("data_dirs")
+        self.initial_db = self.run_dir / "initial.db"
+        self.final_db = self.run_dir / "final.db"
+        self.states: list[Path] = []
+        self.workdir: Path | None = None
+
+    def verification(self) -> dict[str, Any] | None:
+        path = self.run_dir / "verify.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    async def materialize(self, pool, catalog: Catalog | None = None) -> list[Path]:
+        """Re-execute the run's tool calls; ``states[i]`` is the database after step i."""
+        catalog = catalog or Catalog.load(self.data_dirs or None)
+        scenario = catalog.get(self.scenario)
+        self.workdir = Path(tempfile.mkdtemp(prefix="awm_replay_"))
+        shutil.copyfile(self.initial_db, self.workdir / "initial.db")
+        shutil.copyfile(self.initial_db, self.workdir / "final.db")
+        episode = await pool.open_episode(scenario, run_dir=self.workdir, attach=True)
+        states: list[Path] = []
+        current = self.workdir / "initial.db"
+        try:
+            for step in self.steps:
+                if step.changes_db:
+                    await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
+                    current = snapshot(self.workdir / "final.db", self.workdir / f"state_{step.index:03d}.db")
+                states.append(current)
+        finally:
+            await episode.close()
+        self.states = states
+        return states
+
+    def diff_at(self, index: int) -> DbDiff:
+        return diff_databases(self.initial_db, self.states[index])
+
+    def final_diff(self) -> DbDiff:
+        return diff_databases(self.initial_db, self.final_db)
+
+    def final_matches(self) -> bool:
+        """Whether re-execution reproduced the run's own final.db (ignoring nothing)."""
+        if not self.states:
+            return True
+        return diff_databases(self.final_db, self.states[-1]).is_empty
+
+    def cleanup(self) -> None:
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)

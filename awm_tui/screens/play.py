@@ -1,0 +1,239 @@
+"""Play as the agent: call tools through forms generated from their schemas, answer, verify, see the reward."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (Button, Footer, Header, Input, Label, OptionList, Static, TabbedContent, TabPane,
+                             TextArea)
+from textual.widgets.option_list import Option
+
+from awm_engine.catalog import Scenario
+from awm_engine.dbdiff import diff_databases
+from awm_engine.episode_run import default_run_dir
+from awm_engine.policies import AssistantTurn, HumanPolicy, NativeCall
+from awm_engine.rollout import AgentConfig, Rollout, RolloutFinished
+from awm_engine.verify import verify_both
+
+from ..actions import bindings
+from ..widgets.transcript import Transcript
+from ..widgets.verdict import SideBySide
+
+FLAT = ("string", "integer", "number", "boolean")
+
+
+def prop_type(prop: dict[str, Any]) -> str:
+    if "type" in prop and prop["type"] != "null" and not prop.get("anyOf"):
+        return prop["type"]
+    kinds = [p.get("type") for p in prop.get("anyOf", []) if p.get("type") and p.get("type") != "null"]
+    return kinds[0] if kinds else prop.get("type", "string")
+
+
+def is_flat(schema: dict[str, Any]) -> bool:
+    return all(prop_type(p) in FLAT for p in (schema.get("properties") or {}).values())
+
+
+def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON skeleton of the arguments: examples where the schema has them, typed placeholders elsewhere."""
+    from awm_engine.health import example_arguments
+
+    out = example_arguments(schema)
+    for name, prop in (schema.get("properties") or {}).items():
+        if name not in out:
+            out[name] = {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
+                prop_type(prop), "")
+    return out
+
+
+def convert(value: str, kind: str) -> Any:
+    if kind == "integer":
+        return int(value)
+    if kind == "number":
+        return float(value)
+    if kind == "boolean":
+        if value.lower() in ("true", "1", "yes", "y"):
+            return True
+        if value.lower() in ("false", "0", "no", "n"):
+            return False
+        raise ValueError(f"{value!r} is not true/false")
+    return value
+
+
+class PlayScreen(Screen):
+    SCOPE = "play"
+    BINDINGS = bindings("play")
+    DEFAULT_CSS = """
+    PlayScreen #task { height: auto; padding: 0 1; background: $boost; }
+    PlayScreen #play-tools { width: 34; }
+    PlayScreen #form-pane { width: 1fr; }
+    PlayScreen #form { height: 1fr; border: round $primary-background; padding: 0 1; }
+    PlayScreen #form Label { margin-top: 1; }
+    PlayScreen #json-args { height: 12; }
+    PlayScreen #play-right { width: 2fr; }
+    PlayScreen #answer-row { height: auto; }
+    PlayScreen #answer { width: 1fr; }
+    """
+
+    def __init__(self, scenario: Scenario, task_idx: int):
+        super().__init__()
+        self.scenario = scenario
+        self.task_idx = task_idx
+        self.policy = HumanPolicy()
+        self.episode = None
+        self.rollout: Rollout | None = None
+        self.tools: list[dict[str, Any]] = []
+        self.current: dict[str, Any] | None = None
+        self.finished: RolloutFinished | None = None
+        self.reports: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), self.scenario.tasks[self.task_idx]), id="task")
+        with TabbedContent(id="play-tabs", initial="play"):
+            with TabPane("Play", id="play"):
+                with Horizontal():
+                    yield OptionList(id="play-tools")
+                    with Vertical(id="form-pane"):
+                        yield VerticalScroll(id="form")
+                        yield Button("Call tool (ctrl+j)", id="call", variant="primary")
+                    with Vertical(id="play-right"):
+                        yield Transcript(id="transcript", human=True)
+                        with Horizontal(id="answer-row"):
+                            yield Input(placeholder="final answer (what you would tell the user)", id="answer")
+                            yield Button("Submit & verify", id="submit", variant="success")
+            with TabPane("Verdict", id="verdict-tab"):
+                yield SideBySide(id="side")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Play · {self.scenario.name}"
+        self.sub_title = "opening the episode…"
+        if not getattr(self.app, "cursor_blink", True):
+            for field in self.query(Input):
+                field.cursor_blink = False
+        self.start_episode()
+
+    # -- the episode ---------------------------------------------------------------------------
+    @work(exclusive=True, group="play")
+    async def start_episode(self) -> None:
+        pool = await self.app.get_pool()
+        run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "play")
+        self.episode = await pool.open_episode(self.scenario, run_dir=run_dir.resolve(), task_idx=self.task_idx)
+        self.tools = self.episode.list_tools()
+        self.query_one("#play-tools", OptionList).add_options(
+            [Option(Text(t["name"]), id=t["name"]) for t in self.tools])
+        self.sub_title = str(self.episode.run_dir)
+        self.rollout = Rollout(self.episode, self.scenario.key, self.task_idx, self.scenario.tasks[self.task_idx],
+                               self.policy, AgentConfig(mode="native", max_turns=200, episode_timeout=None),
+                               {"model": "human", "data_dirs": [str(d) for d in self.app.catalog.dirs]})
+        if self.tools:
+            self.select_tool(self.tools[0]["name"])
+        transcript = self.query_one(Transcript)
+        try:
+            async for event in self.rollout.events():
+                transcript.add_event(event)
+        finally:
+            await self.episode.close()
+        self.finished = self.rollout.finished
+        await self.verify()
+
+    async def verify(self) -> None:
+        side = self.query_one(SideBySide)
+        self.query_one(TabbedContent).active = "verdict-tab"
+        run_dir = self.episode.run_dir
+        diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
+        side.show(diff, None, self.query_one(Transcript).env_errors, self.finished.stop_reason)
+        report = await verify_both(run_dir, self.app.catalog, self.app.judge_endpoint())
+        self.reports = report.to_dict()
+        side.show(diff, self.reports, self.query_one(Transcript).env_errors, self.finished.stop_reason)
+        final = report
+        self.notify(f"{final.label} — reward {final.reward}", title="verified")
+
+    # -- the form ------------------------------------------------------------------------------
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "play-tools":
+            self.select_tool(event.option.id)
+
+    def select_tool(self, name: str) -> None:
+        self.current = next(t for t in self.tools if t["name"] == name)
+        schema = self.current.get("inputSchema") or {}
+        form = self.query_one("#form", VerticalScroll)
+        form.remove_children()
+        description = (self.current.get("description") or "").split("### Responses")[0].strip()
+        widgets: list = [Static(Text.assemble((name, "bold green"), "\n", description))]
+        props = schema.get("properties") or {}
+        required = set(schema.get("required", []))
+        if is_flat(schema):
+            for pname, prop in props.items():
+                kind = prop_type(prop)
+                mark = " *" if pname in required else ""
+                hint = prop.get("description") or ""
+                if prop.get("enum"):
+                    hint += f" (one of {', '.join(map(str, prop['enum']))})"
+                example = (prop.get("examples") or [prop.get("example")])[0] if (
+                    prop.get("examples") or "example" in prop) else None
+                widgets.append(Label(Text.assemble((pname, "bold"), f": {kind}", (mark, "bold red"),
+                                                   f"  {hint}" if hint else "")))
+                widgets.append(Input(placeholder=f"e.g. {example}" if example is not None else kind,
+                                     id=f"arg-{pname}", type={"integer": "integer", "number": "number"}.get(kind, "text")))
+            if not props:
+                widgets.append(Static(Text("no arguments", style="dim")))
+        else:
+            widgets.append(Label("arguments (JSON): this tool has nested parameters"))
+            widgets.append(TextArea(json.dumps(skeleton(schema), indent=2), language=None, id="json-args"))
+        form.mount(*widgets)
+
+    def collect_arguments(self) -> dict[str, Any]:
+        schema = self.current.get("inputSchema") or {}
+        if not is_flat(schema):
+            value = json.loads(self.query_one("#json-args", TextArea).text or "{}")
+            if not isinstance(value, dict):
+                raise ValueError("the arguments must be a JSON object")
+            return value
+        args: dict[str, Any] = {}
+        for pname, prop in (schema.get("properties") or {}).items():
+            raw = self.query_one(f"#arg-{pname}", Input).value.strip()
+            if raw:
+                args[pname] = convert(raw, prop_type(prop))
+        return args
+
+    # -- actions -------------------------------------------------------------------------------
+    def action_call_tool(self) -> None:
+        if self.current is None or self.rollout is None or self.finished is not None:
+            return
+        try:
+            args = self.collect_arguments()
+        except (ValueError, json.JSONDecodeError) as exc:
+            self.notify(str(exc), title="bad arguments", severity="error")
+            return
+        self.policy.queue.put_nowait(AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:8]}",
+                                                                   self.current["name"], json.dumps(args))]))
+
+    def action_submit_answer(self) -> None:
+        if self.rollout is None or self.finished is not None:
+            return
+        answer = self.query_one("#answer", Input).value.strip() or "(no answer)"
+        self.policy.queue.put_nowait(AssistantTurn(answer))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "call":
+            self.action_call_tool()
+        elif event.button.id == "submit":
+            self.action_submit_answer()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "answer":
+            self.action_submit_answer()
+        elif event.input.id and event.input.id.startswith("arg-"):
+            self.action_call_tool()
+
+    def action_back(self) -> None:
+        if self.finished is None and self.rollout is not None:
+            self.policy.queue.put_nowait(AssistantTurn("(abandoned)"))
+        self.app.pop_screen()

@@ -1,0 +1,128 @@
+"""Replay a run directory: step forwards and backwards; the database diff at every step; the verdict."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+
+from awm_engine.replay import RunReplay
+
+from ..actions import bindings
+from ..widgets.verdict import SideBySide, render_diff
+
+
+class ReplayScreen(Screen):
+    SCOPE = "replay"
+    BINDINGS = bindings("replay")
+    DEFAULT_CSS = """
+    ReplayScreen #steps { width: 44; }
+    ReplayScreen #step-detail { width: 1fr; padding: 0 1; border: round $primary-background; }
+    ReplayScreen #step-diff { width: 1fr; padding: 0 1; border: round $primary-background; }
+    ReplayScreen #replay-state { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, run_dir: Path | str):
+        super().__init__()
+        self.run = RunReplay(run_dir)
+        self.current = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="replay-state")
+        with TabbedContent(id="replay-tabs", initial="steps-tab"):
+            with TabPane("Steps", id="steps-tab"):
+                with Horizontal():
+                    yield OptionList(id="steps")
+                    yield VerticalScroll(Static(id="step-text"), id="step-detail")
+                    yield VerticalScroll(Static(id="step-db"), id="step-diff")
+            with TabPane("Verdict", id="verdict-tab"):
+                yield SideBySide(id="side")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        run = self.run
+        self.title = f"Replay · {run.scenario} task {run.task_id}"
+        self.sub_title = str(run.run_dir)
+        options = []
+        for s in run.steps:
+            what = "final answer" if s.is_final else (s.tool or s.name or "format error")
+            mark = " ✗" if s.is_error else ""
+            options.append(Option(Text(f"{s.index:>2}. {what}{mark}"), id=str(s.index)))
+        self.query_one("#steps", OptionList).add_options(options)
+        self.state(f"{len(run.steps)} steps · stop: {run.stop_reason} · rebuilding the database after each step…")
+        self.show_step(0)
+        verdict = run.verification()
+        env_errors = sum(1 for s in run.steps if s.error_kind in ("http_5xx", "internal"))
+        self.query_one(SideBySide).show(run.final_diff(), verdict, env_errors, run.stop_reason,
+                                        title="Database changes (the run's final.db)")
+        self.materialize()
+
+    def state(self, text: str) -> None:
+        self.query_one("#replay-state", Static).update(text)
+
+    @work(exclusive=True, group="replay")
+    async def materialize(self) -> None:
+        pool = await self.app.get_pool()
+        try:
+            await self.run.materialize(pool, self.app.catalog if self.app.catalog else None)
+        except Exception as exc:  # noqa: BLE001 - shown, the steps stay readable
+            self.state(f"[red]could not rebuild the intermediate states: {exc}[/red]")
+            return
+        same = "reproduces the run's final.db" if self.run.final_matches() else \
+            "differs from the run's final.db (time-dependent values)"
+        self.state(f"{len(self.run.steps)} steps · stop: {self.run.stop_reason} · re-execution {same} · "
+                   "←/→ or j/k step")
+        self.show_step(self.current)
+
+    def show_step(self, index: int) -> None:
+        if not self.run.steps:
+            return
+        self.current = max(0, min(index, len(self.run.steps) - 1))
+        s = self.run.steps[self.current]
+        parts: list = [Text(f"step {s.index} · turn {s.iteration}", style="bold")]
+        if s.content:
+            parts += [Text("assistant", style="bold cyan"), Text(s.content if len(s.content) < 4000
+                                                                 else s.content[:4000] + "…")]
+        if s.name:
+            parts += [Text.assemble(("\n→ ", "bold green"), (s.tool or s.name, "green"), " ",
+                                    json.dumps(s.arguments, ensure_ascii=False, default=str))]
+        if s.observation is not None:
+            parts += [Text("\n← observation", style="bold red" if s.is_error else "bold"),
+                      Text(s.observation if len(s.observation) < 4000 else s.observation[:4000] + "…",
+                           style="red" if s.is_error else "")]
+        for problem in s.format_errors or []:
+            parts.append(Text(f"format error: {problem}", style="yellow"))
+        if s.is_final:
+            parts.append(Text("\n(final answer)", style="bold"))
+        self.query_one("#step-text", Static).update(Group(*parts))
+        if self.run.states:
+            self.query_one("#step-db", Static).update(render_diff(self.run.diff_at(self.current),
+                                                                  f"After step {self.current}"))
+        else:
+            self.query_one("#step-db", Static).update(render_diff(None, f"After step {self.current}"))
+        steps = self.query_one("#steps", OptionList)
+        if steps.highlighted != self.current:
+            steps.highlighted = self.current
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "steps" and int(event.option.id) != self.current:
+            self.show_step(int(event.option.id))
+
+    def action_step(self, delta: int) -> None:
+        self.show_step(self.current + delta)
+
+    def action_show_verdict(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "verdict-tab" if tabs.active != "verdict-tab" else "steps-tab"
+
+    def action_back(self) -> None:
+        self.run.cleanup()
+        self.app.pop_screen()

@@ -1,0 +1,191 @@
+"""Watch a model act: a live rollout against an MCP server the engine started, step by step."""
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Input, Select, Static, TabbedContent, TabPane
+
+from awm_engine.catalog import Scenario
+from awm_engine.dbdiff import diff_databases
+from awm_engine.episode_run import default_run_dir
+from awm_engine.llm_config import ConfigError, endpoint_names, load_config, resolve_endpoint
+from awm_engine.mcp_client import McpEpisode, ServedEnvironment
+from awm_engine.policies import LLMPolicy
+from awm_engine.rollout import AgentConfig, FormatError, Observation, Rollout, RolloutFinished
+from awm_engine.verify import verify_both
+
+from ..actions import bindings
+from ..widgets.transcript import Transcript
+from ..widgets.verdict import SideBySide
+
+CUSTOM = "(base URL and model below)"
+
+
+class RolloutScreen(Screen):
+    SCOPE = "rollout"
+    BINDINGS = bindings("rollout")
+    DEFAULT_CSS = """
+    RolloutScreen #task { height: auto; padding: 0 1; background: $boost; }
+    RolloutScreen #controls { height: auto; }
+    RolloutScreen #endpoint { width: 36; }
+    RolloutScreen #base-url { width: 1fr; }
+    RolloutScreen #model { width: 24; }
+    RolloutScreen #mode { width: 14; }
+    RolloutScreen #state { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, scenario: Scenario, task_idx: int, base_url: str | None = None, model: str | None = None,
+                 mode: str = "meta"):
+        super().__init__()
+        self.scenario = scenario
+        self.task_idx = task_idx
+        self.initial = (base_url, model, mode)
+        self.gate = asyncio.Event()
+        self.run_to_end = False
+        self.server: ServedEnvironment | None = None
+        self.episode: McpEpisode | None = None
+        self.finished: RolloutFinished | None = None
+        self.reports = None
+        self.running = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), self.scenario.tasks[self.task_idx]), id="task")
+        try:
+            names = endpoint_names()
+        except ConfigError:
+            names = []
+        base_url, model, mode = self.initial
+        with Horizontal(id="controls"):
+            yield Select([(n, n) for n in names] + [(CUSTOM, CUSTOM)], value=names[0] if names and not base_url
+                         else CUSTOM, id="endpoint", allow_blank=False)
+            yield Input(value=base_url or "", placeholder="base URL, e.g. http://127.0.0.1:8000/v1", id="base-url")
+            yield Input(value=model or "", placeholder="model", id="model")
+            yield Select([("meta", "meta"), ("native", "native")], value=mode, id="mode", allow_blank=False)
+            yield Button("Start", id="start", variant="primary")
+        yield Static("choose an endpoint, then Start (n: next step · r: run to end · space: pause · x: stop)",
+                     id="state")
+        with TabbedContent(id="rollout-tabs", initial="live"):
+            with TabPane("Transcript", id="live"):
+                yield Transcript(id="transcript")
+            with TabPane("Verdict", id="verdict-tab"):
+                yield SideBySide(id="side")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"Live rollout · {self.scenario.name}"
+        if not getattr(self.app, "cursor_blink", True):
+            for field in self.query(Input):
+                field.cursor_blink = False
+
+    def state(self, text: str) -> None:
+        self.query_one("#state", Static).update(text)
+
+    def endpoint(self):
+        choice = self.query_one("#endpoint", Select).value
+        base_url = self.query_one("#base-url", Input).value.strip() or None
+        model = self.query_one("#model", Input).value.strip() or None
+        mode = self.query_one("#mode", Select).value
+        name = None if choice == CUSTOM else choice
+        return resolve_endpoint(name, base_url, model, mode=mode, config=load_config())
+
+    # -- controls --------------------------------------------------------------------------------
+    def action_start(self) -> None:
+        if self.running:
+            return
+        try:
+            endpoint = self.endpoint()
+        except ConfigError as exc:
+            self.notify(str(exc), title="endpoint", severity="error")
+            return
+        self.running = True
+        self.query_one("#start", Button).disabled = True
+        self.query_one(Transcript).focus()
+        self.run_rollout(endpoint)
+
+    def action_next_step(self) -> None:
+        if not self.running:
+            self.action_start()
+            return
+        self.run_to_end = False
+        self.gate.set()
+
+    def action_run_to_end(self) -> None:
+        if not self.running:
+            self.action_start()
+        self.run_to_end = True
+        self.gate.set()
+
+    def action_pause(self) -> None:
+        self.run_to_end = False
+        self.state("pausing after this step")
+
+    def action_stop(self) -> None:
+        for worker in self.workers:
+            if worker.group == "rollout":
+                worker.cancel()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+
+    # -- the rollout ---------------------------------------------------------------------------------
+    @work(exclusive=True, group="rollout")
+    async def run_rollout(self, endpoint) -> None:
+        run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "agents").resolve()
+        transcript = self.query_one(Transcript)
+        self.state(f"starting an MCP server for {self.scenario.key}…")
+        data_dirs = [str(d) for d in self.app.catalog.dirs]
+        self.server = ServedEnvironment(self.scenario.key, run_dir, data_dirs, self.task_idx)
+        policy = LLMPolicy(endpoint)
+        try:
+            await self.server.start()
+            self.episode = await McpEpisode(self.server.url, run_dir).connect()
+            self.state(f"MCP server at {self.server.url} · {len(self.episode.tools)} tools · paused before the "
+                       "first step (n: step · r: run to end)")
+            rollout = Rollout(self.episode, self.scenario.key, self.task_idx, self.scenario.tasks[self.task_idx],
+                              policy, AgentConfig(mode=endpoint.mode),
+                              {"model": endpoint.model, "api_url": endpoint.base_url, "data_dirs": data_dirs})
+            if not self.run_to_end:
+                await self.wait_gate()
+            async for event in rollout.events():
+                transcript.add_event(event)
+                if isinstance(event, (Observation, FormatError)) and not self.run_to_end:
+                    self.state(f"paused after turn {event.iteration} · n: next step · r: run to end · x: stop")
+                    await self.wait_gate()
+                elif not isinstance(event, RolloutFinished):
+                    self.state(f"running turn {getattr(event, 'iteration', 0)}…")
+            self.finished = rollout.finished
+        finally:
+            await policy.aclose()
+            if self.episode is not None:
+                await self.episode.close()
+            await asyncio.to_thread(self.server.stop)
+            self.running = False
+        self.state(f"finished: {self.finished.stop_reason} · verifying…")
+        await self.verify(run_dir)
+
+    async def wait_gate(self) -> None:
+        self.gate.clear()
+        await self.gate.wait()
+
+    async def verify(self, run_dir) -> None:
+        side = self.query_one(SideBySide)
+        self.query_one(TabbedContent).active = "verdict-tab"
+        diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
+        env_errors = self.query_one(Transcript).env_errors
+        side.show(diff, None, env_errors, self.finished.stop_reason)
+        report = await verify_both(run_dir, self.app.catalog, self.app.judge_endpoint())
+        self.reports = report.to_dict()
+        side.show(diff, self.reports, env_errors, self.finished.stop_reason)
+        final = report
+        self.state(f"finished: {self.finished.stop_reason} · {final.label} · reward {final.reward} · {run_dir}")
+
+    def action_back(self) -> None:
+        self.action_stop()
+        self.app.pop_screen()

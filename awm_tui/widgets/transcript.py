@@ -1,0 +1,73 @@
+"""A live transcript of rollout events: assistant text (thinking collapsible), tool calls, observations."""
+from __future__ import annotations
+
+import json
+import re
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Collapsible, Static
+
+from awm_engine.rollout import FormatError, ModelTurn, Observation, RolloutFinished, RolloutStarted, StepEvent, ToolCall
+
+THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+class Transcript(VerticalScroll):
+    DEFAULT_CSS = """
+    Transcript { height: 1fr; border: round $primary-background; padding: 0 1; }
+    Transcript > Static { margin: 0 0 1 0; }
+    Transcript Collapsible { margin: 0; padding: 0; }
+    """
+
+    def __init__(self, *, id: str | None = None, human: bool = False):
+        super().__init__(id=id)
+        self.human = human
+        self.env_errors = 0
+        self.events: list[StepEvent] = []
+
+    def add_event(self, event: StepEvent) -> None:
+        self.events.append(event)
+        widgets = []
+        if isinstance(event, RolloutStarted):
+            widgets.append(Static(Text(f"episode started: {event.tools} tools · {event.policy} · {event.mode} mode · "
+                                       f"{event.run_dir}", style="dim")))
+        elif isinstance(event, ModelTurn):
+            if self.human and not event.content:
+                return
+            thinking = "\n".join(m.strip() for m in THINK.findall(event.content))
+            if event.reasoning:
+                thinking = (event.reasoning + "\n" + thinking).strip()
+            visible = THINK.sub("", event.content).strip()
+            who = "you" if self.human else f"assistant · turn {event.iteration}"
+            if thinking:
+                widgets.append(Collapsible(Static(Text(thinking, style="italic dim")), title=f"{who}: thinking",
+                                           collapsed=True))
+            if visible:
+                widgets.append(Static(Text.assemble((f"{who}: ", "bold cyan"), visible)))
+            for call in event.native_tool_calls:
+                widgets.append(Static(Text(f"  tool call {call['name']} {call['arguments']}", style="cyan")))
+        elif isinstance(event, ToolCall):
+            args = json.dumps(event.arguments, ensure_ascii=False, default=str)
+            widgets.append(Static(Text.assemble(("→ ", "bold green"), (event.tool or event.name, "green"), " ",
+                                                args if len(args) < 400 else args[:400] + "…")))
+        elif isinstance(event, Observation):
+            if event.error_kind in ("http_5xx", "internal"):
+                self.env_errors += 1
+            body = Static(Text(event.text, style="red" if event.is_error else ""))
+            lines = event.text.count("\n") + 1
+            if lines > 12 or len(event.text) > 1500:
+                first = event.text.split("\n", 1)[0][:80]
+                widgets.append(Collapsible(body, title=f"← {first} … ({lines} lines)", collapsed=True))
+            else:
+                widgets.append(Static(Text.assemble(("← ", "bold red" if event.is_error else "bold"),
+                                                    (event.text, "red" if event.is_error else ""))))
+        elif isinstance(event, FormatError):
+            widgets.append(Static(Text(f"format error ({event.kind}): {event.detail}", style="yellow")))
+        elif isinstance(event, RolloutFinished):
+            widgets.append(Static(Text(f"■ finished: {event.stop_reason} after {event.iterations} turns, "
+                                       f"{event.tool_calls} tool calls" + (f" — {event.error}" if event.error else ""),
+                                       style="bold")))
+        if widgets:
+            self.mount(*widgets)
+            self.scroll_end(animate=False)

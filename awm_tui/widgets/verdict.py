@@ -1,0 +1,148 @@
+"""The side-by-side view: what changed in the database next to what the verifiers and the judge concluded."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table as RichTable
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Static
+
+from awm_engine.dbdiff import DbDiff
+
+MAX_ROWS = 30
+
+
+def _cell(value: Any) -> str:
+    text = "NULL" if value is None else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def render_diff(diff: DbDiff | None, title: str = "Database changes") -> Group:
+    if diff is None:
+        return Group(Text(title, style="bold"), Text("computing…", style="dim"))
+    counts = diff.counts()
+    parts: list = [Text(f"{title}: {counts['tables']} tables, +{counts['inserted']} inserted, "
+                        f"-{counts['deleted']} deleted, ~{counts['updated']} updated", style="bold")]
+    if diff.is_empty:
+        parts.append(Text("no rows changed", style="dim"))
+    for t in diff.tables:
+        parts.append(Text(f"\n{t.table}" + (f" ({t.status})" if t.status != "changed" else "")
+                          + f"  key: {', '.join(t.key_columns)}", style="bold cyan"))
+        rows = t.inserted + t.deleted
+        if rows:
+            columns = list(rows[0].keys())
+            table = RichTable(show_edge=False, pad_edge=False, box=None)
+            table.add_column("")
+            for c in columns:
+                table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=24)
+            for sign, style, group in (("+", "green", t.inserted), ("-", "red", t.deleted)):
+                for row in group[:MAX_ROWS]:
+                    table.add_row(Text(sign, style=style), *[Text(_cell(row.get(c)), style=style) for c in columns])
+            parts.append(table)
+        if t.updated:
+            changed = []
+            for u in t.updated:
+                changed += [c for c in u.changed if c not in changed]
+            keys = [k for k in t.key_columns if k != "rowid"] or []
+            table = RichTable(show_edge=False, pad_edge=False, box=None)
+            table.add_column("")
+            for c in keys + changed:
+                table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=40)
+            for u in t.updated[:MAX_ROWS]:
+                cells = [Text(_cell(u.after.get(k))) for k in keys]
+                for c in changed:
+                    if c in u.changed:
+                        cells.append(Text.assemble((_cell(u.before.get(c)), "strike dim"), " → ",
+                                                   (_cell(u.after.get(c)), "bold yellow")))
+                    else:
+                        cells.append(Text(_cell(u.after.get(c)), style="dim"))
+                table.add_row(Text("~", style="yellow"), *cells)
+            parts.append(table)
+        hidden = sum(max(0, len(g) - MAX_ROWS) for g in (t.inserted, t.deleted, t.updated))
+        if hidden:
+            parts.append(Text(f"… {hidden} more rows (awm db diff shows all)", style="dim"))
+    return Group(*parts)
+
+
+LABEL_STYLE = {"complete": "bold green", "incomplete": "bold yellow", "others": "bold red", "agent_error": "bold red",
+               "server_error": "bold magenta", "judge_error": "bold white on red"}
+
+
+def flags(report: dict[str, Any], env_errors: int) -> list[Text]:
+    out = []
+    code = (report.get("code") or {}).get("label")
+    judge = (report.get("judge") or {}).get("classification")
+    if code in ("complete", "others") and judge and judge != "judge_error":
+        if (code == "complete") != (judge == "complete"):
+            out.append(Text(f"⚠ the code verifier says {code} but the judge says {judge}: look at both before "
+                            "trusting either", style="bold yellow"))
+    if env_errors:
+        out.append(Text(f"⚠ {env_errors} environment error(s) (HTTP 5xx or a failing environment) during the "
+                        "episode: a failure may be the environment's bug rather than the agent's",
+                        style="bold magenta"))
+    return out
+
+
+def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reason: str | None = None) -> Group:
+    """``report`` is a verification report (``verify.json``: label, reward, code, sql, judge)."""
+    if not report:
+        return Group(Text("Verdict", style="bold"), Text("not verified yet", style="dim"))
+    parts: list = [Text("Verdict", style="bold")]
+    parts += flags(report, env_errors)
+    label = report.get("label", "?")
+    parts.append(Text.assemble("label ", (label, LABEL_STYLE.get(label, "bold")), f"   reward {report.get('reward')}",
+                               "" if report.get("has_verdict", True) else "   (no verdict)",
+                               f"   stop: {stop_reason}" if stop_reason else ""))
+    if report.get("note"):
+        parts.append(Text(report["note"], style="dim"))
+    outcome = report.get("code")
+    if outcome:
+        parts += [Text("\nCode verifier", style="bold"),
+                  Text.assemble("result ", (outcome["label"], LABEL_STYLE.get(outcome["label"], "bold")),
+                                f"   ({outcome.get('function') or '-'}, {outcome.get('seconds', 0):.2f}s)")]
+        if outcome.get("error"):
+            parts.append(Text(f"{outcome.get('error_kind')}: {outcome['error']}", style="red"))
+    sql = report.get("sql")
+    if sql:
+        info = json.dumps(sql.get("result"), indent=2, ensure_ascii=False, default=str)
+        parts += [Text("\nSQL verifier output (what the judge saw)", style="bold"),
+                  Text(info if len(info) < 3000 else info[:3000] + "\n…", style="dim")]
+    judge = report.get("judge")
+    if judge:
+        result = judge.get("judge_result") or {}
+        parts += [Text("\nJudge", style="bold"),
+                  Text.assemble("classification ", (judge["classification"],
+                                                    LABEL_STYLE.get(judge["classification"], "bold")),
+                                f"  confidence {result.get('confidence_score')}")]
+        if result.get("reasoning"):
+            parts.append(Text(str(result["reasoning"])))
+        if result.get("evidence"):
+            parts += [Text("evidence", style="bold"),
+                      Text(json.dumps(result["evidence"], indent=2, ensure_ascii=False, default=str))]
+        if result.get("error"):
+            parts.append(Text(str(result["error"]), style="red"))
+    return Group(*parts)
+
+
+class SideBySide(Horizontal):
+    """Left: the database diff. Right: verifier results, judge verdict, reward and warnings."""
+
+    DEFAULT_CSS = """
+    SideBySide { height: 1fr; }
+    SideBySide > VerticalScroll { width: 1fr; padding: 0 1; border: round $primary-background; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="diff-pane"):
+            yield Static(render_diff(None), id="diff")
+        with VerticalScroll(id="verdict-pane"):
+            yield Static(render_verdict(None), id="verdict")
+
+    def show(self, diff: DbDiff | None, report: dict[str, Any] | None = None, env_errors: int = 0,
+             stop_reason: str | None = None, title: str = "Database changes") -> None:
+        self.query_one("#diff", Static).update(render_diff(diff, title))
+        self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason))
