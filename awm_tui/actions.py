@@ -56,8 +56,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("rollout.pause", "pause", "space", "Pause", "rollout"),
     ActionSpec("rollout.stop", "stop", "x", "Stop", "rollout"),
     ActionSpec("rollout.back", "back", "escape", "Back", "rollout"),
-    ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay"),
-    ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay"),
+    ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay", priority=True),
+    ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True),
     ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay"),
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
 )
