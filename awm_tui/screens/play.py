@@ -69,6 +69,7 @@ class PlayScreen(Screen):
     SCOPE = "play"
     BINDINGS = bindings("play")
     DEFAULT_CSS = """
+    PlayScreen #play-tabs { height: 1fr; }
     PlayScreen #task { height: auto; padding: 0 1; background: $boost; }
     PlayScreen #play-tools { width: 34; }
     PlayScreen #form-pane { width: 1fr; }

@@ -23,6 +23,7 @@ class ReplayScreen(Screen):
     SCOPE = "replay"
     BINDINGS = bindings("replay")
     DEFAULT_CSS = """
+    ReplayScreen #replay-tabs { height: 1fr; }
     ReplayScreen #steps { width: 44; }
     ReplayScreen #step-detail { width: 1fr; padding: 0 1; border: round $primary-background; }
     ReplayScreen #step-diff { width: 1fr; padding: 0 1; border: round $primary-background; }

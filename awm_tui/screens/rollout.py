@@ -30,6 +30,7 @@ class RolloutScreen(Screen):
     SCOPE = "rollout"
     BINDINGS = bindings("rollout")
     DEFAULT_CSS = """
+    RolloutScreen #rollout-tabs { height: 1fr; }
     RolloutScreen #task { height: auto; padding: 0 1; background: $boost; }
     RolloutScreen #controls { height: auto; }
     RolloutScreen #endpoint { width: 36; }

@@ -50,7 +50,9 @@ def render_diff(diff: DbDiff | None, title: str = "Database changes") -> Group:
             keys = [k for k in t.key_columns if k != "rowid"] or []
             table = RichTable(show_edge=False, pad_edge=False, box=None)
             table.add_column("")
-            for c in keys + changed:
+            for c in keys:
+                table.add_column(c, no_wrap=True, min_width=max(2, len(c)))
+            for c in changed:
                 table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=40)
             for u in t.updated[:MAX_ROWS]:
                 cells = [Text(_cell(u.after.get(k))) for k in keys]
