@@ -79,7 +79,7 @@ async def play(runs: Path) -> None:
                 call["tool"])
             await pilot.pause(0.2)
             for key, value in call["arguments"].items():
-                screen.query_one(f"#arg-{key}", Input).value = str(value)
+                screen.fields[key].value = str(value)
             await pilot.press("ctrl+j")
             await pilot.pause(0.6)
         screen.query_one("#answer", Input).value = solution["final_answer"]

@@ -48,7 +48,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
     ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
-    ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play"),
+    ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play", priority=True),
     ActionSpec("play.back", "back", "escape", "Back", "play"),
     ActionSpec("rollout.start", "start", "ctrl+r", "Start", "rollout", show=False),
     ActionSpec("rollout.next", "next_step", "n", "Next step", "rollout"),

@@ -53,7 +53,7 @@ async def test_play_a_sample_task_to_complete(tmp_path):
             tools.highlighted = [t["name"] for t in screen.tools].index(call["tool"])
             await pilot.pause()
             for name, value in call["arguments"].items():
-                screen.query_one(f"#arg-{name}", Input).value = str(value)
+                screen.fields[name].value = str(value)
             before = len(screen.query_one("#transcript").events)
             await pilot.press("ctrl+j")
             await wait_until(pilot, lambda: len(screen.query_one("#transcript").events) >= before + 3)
@@ -61,6 +61,7 @@ async def test_play_a_sample_task_to_complete(tmp_path):
         await pilot.press("ctrl+f")
         await wait_until(pilot, lambda: screen.reports is not None)
         assert screen.reports["label"] == "complete" and screen.reports["reward"] == 1.0
+        assert screen.query_one("#play-tabs").active == "verdict-tab"
         run_dir = screen.episode.run_dir
         assert run_dir.parent == (tmp_path / "play").resolve()
         traj = json.loads((run_dir / "trajectory.json").read_text())
@@ -114,6 +115,7 @@ async def test_live_rollout_with_the_scripted_llm(tmp_path):
             assert screen.finished.stop_reason == "final_answer"
             assert screen.reports["label"] == "complete" and screen.reports["reward"] == 1.0
             assert "complete · reward 1.0" in state()
+            assert screen.query_one("#rollout-tabs").active == "verdict-tab"
             kinds = [type(e).__name__ for e in screen.query_one("#transcript").events]
             assert kinds.count("ToolCall") == 3 and kinds[-1] == "RolloutFinished"
     runs = list((tmp_path / "agents").iterdir())

@@ -75,7 +75,7 @@ class PlayScreen(Screen):
     PlayScreen #form-pane { width: 1fr; }
     PlayScreen #form { height: 1fr; border: round $primary-background; padding: 0 1; }
     PlayScreen #form Label { margin-top: 1; }
-    PlayScreen #json-args { height: 12; }
+    PlayScreen .json-args { height: 12; }
     PlayScreen #play-right { width: 2fr; }
     PlayScreen #answer-row { height: auto; }
     PlayScreen #answer { width: 1fr; }
@@ -92,6 +92,8 @@ class PlayScreen(Screen):
         self.current: dict[str, Any] | None = None
         self.finished: RolloutFinished | None = None
         self.reports: dict[str, Any] | None = None
+        self.fields: dict[str, Input] = {}
+        self.json_editor: TextArea | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -134,7 +136,8 @@ class PlayScreen(Screen):
                                self.policy, AgentConfig(mode="native", max_turns=200, episode_timeout=None),
                                {"model": "human", "data_dirs": [str(d) for d in self.app.catalog.dirs]})
         if self.tools:
-            self.select_tool(self.tools[0]["name"])
+            await self.select_tool(self.tools[0]["name"])
+            self.query_one("#play-tools", OptionList).focus()
         transcript = self.query_one(Transcript)
         try:
             async for event in self.rollout.events():
@@ -147,6 +150,7 @@ class PlayScreen(Screen):
     async def verify(self) -> None:
         side = self.query_one(SideBySide)
         self.query_one(TabbedContent).active = "verdict-tab"
+        side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
         run_dir = self.episode.run_dir
         diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
         side.show(diff, None, self.query_one(Transcript).env_errors, self.finished.stop_reason)
@@ -157,15 +161,25 @@ class PlayScreen(Screen):
         self.notify(f"{final.label} — reward {final.reward}", title="verified")
 
     # -- the form ------------------------------------------------------------------------------
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "play-tools":
-            self.select_tool(event.option.id)
+            await self.select_tool(event.option.id)
 
-    def select_tool(self, name: str) -> None:
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a tool: jump into its form (or straight to the Call button when it takes no arguments)."""
+        if event.option_list.id == "play-tools":
+            self.call_after_refresh(self._focus_form)
+
+    def _focus_form(self) -> None:
+        fields = list(self.query_one("#form").query("Input, TextArea"))
+        (fields[0] if fields else self.query_one("#call", Button)).focus()
+
+    async def select_tool(self, name: str) -> None:
         self.current = next(t for t in self.tools if t["name"] == name)
         schema = self.current.get("inputSchema") or {}
         form = self.query_one("#form", VerticalScroll)
-        form.remove_children()
+        await form.remove_children()
+        self.fields, self.json_editor = {}, None
         description = (self.current.get("description") or "").split("### Responses")[0].strip()
         widgets: list = [Static(Text.assemble((name, "bold green"), "\n", description))]
         props = schema.get("properties") or {}
@@ -181,25 +195,30 @@ class PlayScreen(Screen):
                     prop.get("examples") or "example" in prop) else None
                 widgets.append(Label(Text.assemble((pname, "bold"), f": {kind}", (mark, "bold red"),
                                                    f"  {hint}" if hint else "")))
-                widgets.append(Input(placeholder=f"e.g. {example}" if example is not None else kind,
-                                     id=f"arg-{pname}", type={"integer": "integer", "number": "number"}.get(kind, "text")))
+                field = Input(placeholder=f"e.g. {example}" if example is not None else kind, name=pname,
+                              classes="arg", type={"integer": "integer", "number": "number"}.get(kind, "text"))
+                if not getattr(self.app, "cursor_blink", True):
+                    field.cursor_blink = False
+                self.fields[pname] = field
+                widgets.append(field)
             if not props:
                 widgets.append(Static(Text("no arguments", style="dim")))
         else:
             widgets.append(Label("arguments (JSON): this tool has nested parameters"))
-            widgets.append(TextArea(json.dumps(skeleton(schema), indent=2), language=None, id="json-args"))
-        form.mount(*widgets)
+            self.json_editor = TextArea(json.dumps(skeleton(schema), indent=2), language=None, classes="json-args")
+            widgets.append(self.json_editor)
+        await form.mount(*widgets)
 
     def collect_arguments(self) -> dict[str, Any]:
         schema = self.current.get("inputSchema") or {}
         if not is_flat(schema):
-            value = json.loads(self.query_one("#json-args", TextArea).text or "{}")
+            value = json.loads(self.json_editor.text or "{}")
             if not isinstance(value, dict):
                 raise ValueError("the arguments must be a JSON object")
             return value
         args: dict[str, Any] = {}
         for pname, prop in (schema.get("properties") or {}).items():
-            raw = self.query_one(f"#arg-{pname}", Input).value.strip()
+            raw = self.fields[pname].value.strip()
             if raw:
                 args[pname] = convert(raw, prop_type(prop))
         return args
@@ -219,8 +238,12 @@ class PlayScreen(Screen):
     def action_submit_answer(self) -> None:
         if self.rollout is None or self.finished is not None:
             return
-        answer = self.query_one("#answer", Input).value.strip() or "(no answer)"
-        self.policy.queue.put_nowait(AssistantTurn(answer))
+        box = self.query_one("#answer", Input)
+        if not box.value.strip() and not box.has_focus:
+            box.focus()
+            self.notify("type the final answer, then ctrl+f again (or enter)", timeout=3)
+            return
+        self.policy.queue.put_nowait(AssistantTurn(box.value.strip() or "(no answer)"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "call":
@@ -231,7 +254,7 @@ class PlayScreen(Screen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "answer":
             self.action_submit_answer()
-        elif event.input.id and event.input.id.startswith("arg-"):
+        elif event.input.has_class("arg"):
             self.action_call_tool()
 
     def action_back(self) -> None:

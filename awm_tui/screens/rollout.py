@@ -178,6 +178,7 @@ class RolloutScreen(Screen):
     async def verify(self, run_dir) -> None:
         side = self.query_one(SideBySide)
         self.query_one(TabbedContent).active = "verdict-tab"
+        side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
         diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
         env_errors = self.query_one(Transcript).env_errors
         side.show(diff, None, env_errors, self.finished.stop_reason)
