@@ -54,6 +54,7 @@ class EpisodeOutcome:
     run_dir: Path
     finished: RolloutFinished
     verification: VerifyReport | None
+    rollout: Rollout | None = None
 
     @property
     def reward(self) -> float | None:
@@ -90,4 +91,4 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
     report = None
     if verify_mode:
         report = await verify_run(run_dir, verify_mode, catalog, judge, rewards)
-    return EpisodeOutcome(run_dir, rollout.finished, report)
+    return EpisodeOutcome(run_dir, rollout.finished, report, rollout)

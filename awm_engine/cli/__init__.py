@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import agent_cmd, catalog_cmd, db_cmd, env_cmd
+from . import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
 from .common import CliError, stderr
 
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_cmd.register(verbs)
     env_cmd.register(verbs)
     agent_cmd.register(verbs)
+    eval_cmd.register(verbs)
     return parser
 
 
