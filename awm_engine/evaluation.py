@@ -201,7 +201,7 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
                 record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
                                       f"{type(exc).__name__}: {exc}", "environment_error",
                                       {"total_s": time.perf_counter() - started})
-            writer.write(record)
+            await writer.awrite(record)
             progress.done += 1
             if record["status"] == "error":
                 progress.errors += 1

@@ -37,6 +37,7 @@ class Endpoint:
     max_tokens: int = 2048
     timeout: float = 120.0
     max_retries: int = 3
+    max_connections: int = 16
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
@@ -88,7 +89,8 @@ def resolve_endpoint(name: str | None = None, base_url: str | None = None, model
     if not key and named.get("api_key_env"):
         key = os.environ.get(named["api_key_env"])
     key = key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-    fields = {k: named[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "extra_body")
+    fields = {k: named[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "max_connections",
+                                    "extra_body")
               if k in named}
     fields.update({k: v for k, v in overrides.items() if v is not None})
     return Endpoint(base_url=url, model=chosen_model, api_key=key, name=name, mode=mode or named.get("mode", "meta"),

@@ -7,8 +7,10 @@ until it is complete. For a rollout id seen more than once, the last line wins.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -98,11 +100,18 @@ class ResultsWriter:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.fh = open(self.path, "a", encoding="utf-8")
+        self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        self.fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            self.fh.write(line)
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+
+    async def awrite(self, record: dict[str, Any]) -> None:
+        """``write`` on a thread: serializing a long rollout and fsync must not stall the event loop."""
+        await asyncio.to_thread(self.write, record)
 
     def close(self) -> None:
         self.fh.close()

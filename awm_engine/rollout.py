@@ -2,9 +2,9 @@
 
 ``Rollout.events()`` is the step API the CLI, the TUI, batch evaluation and training share: iterate
 it to advance (a front end that stops pulling pauses the agent). The run directory receives
-``events.jsonl`` (one event per line, appended live) and ``trajectory.json`` (the keys of
-spec/awm-format.md §5.7, rewritten after every turn), next to the episode's ``initial.db`` and
-``final.db``.
+``events.jsonl`` (one event per line, appended and flushed live: what a viewer follows and what
+survives a kill) and ``trajectory.json`` (the keys of spec/awm-format.md §5.7, written when the
+rollout ends, however it ends), next to the episode's ``initial.db`` and ``final.db``.
 """
 from __future__ import annotations
 
@@ -201,7 +201,6 @@ class Rollout:
                         yield self._emit(item)
                     else:
                         outcome = item
-                self._write_trajectory(None)
                 if outcome is not None:
                     stop_reason, final_answer, error = outcome
                     break
@@ -211,9 +210,16 @@ class Rollout:
                                                 self._counts["tool_calls"], self._counts["format_errors"],
                                                 self._counts["env_errors"], time.perf_counter() - started, error,
                                                 self._usage)
-                self._write_trajectory(self.finished)
-                self._emit(self.finished)
-            self._events_file.close()
+                try:  # a long history takes tens of ms to serialize: keep it off the event loop
+                    await asyncio.to_thread(self._write_trajectory, self.finished)
+                except asyncio.CancelledError:
+                    self._write_trajectory(self.finished)
+                    raise
+                finally:
+                    self._emit(self.finished)
+                    self._events_file.close()
+            else:
+                self._events_file.close()
         yield self.finished
 
     async def run(self) -> RolloutFinished:

@@ -119,12 +119,14 @@ class LoadedEnv:
 
 _thread_state = threading.local()
 _executor: ThreadPoolExecutor | None = None
+CALL_THREADS = 8  # handlers are CPU-bound under the GIL: more threads only add latency (a timed-out, stuck
+#                   handler occupies one until its host is recycled)
 
 
 def _executor_for_calls() -> ThreadPoolExecutor:
     global _executor
     if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="awm-call")
+        _executor = ThreadPoolExecutor(max_workers=CALL_THREADS, thread_name_prefix="awm-call")
     return _executor
 
 

@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True)
     args = parser.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
+    sys.setswitchinterval(0.0005)  # let the I/O loop thread in often while handler threads run
     try:
         asyncio.run(serve(sock))
     except KeyboardInterrupt:

@@ -90,3 +90,15 @@ def test_template_cache_builds_once_and_copies(awm_real, tmp_path):
     assert diff_databases(path1, ep).is_empty
     fresh = build_database(s.key, s.db_schema, s.sample_data, tmp_path / "fresh.db")
     assert fresh.row_counts == report1.row_counts
+
+
+def test_template_cache_is_safe_under_concurrent_first_use(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = Catalog.load().get("pinecrest_online_store")
+    cache = TemplateCache(tmp_path / "templates")
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: cache.get(s), range(16)))
+    assert len({str(p) for p, _ in results}) == 1
+    assert all(r.ok for _, r in results)
+    assert not list((tmp_path / "templates").glob("*.tmp*"))
