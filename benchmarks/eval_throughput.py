@@ -54,7 +54,7 @@ def call(name: str, arguments) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-def build_script(dirs: list[Path], n_calls: int, work: Path) -> tuple[dict, list[str]]:
+def build_script(dirs: list[Path], n_calls: int, work: Path) -> tuple[dict, list[tuple[str, str, str]]]:
     rules, scenarios, names = [], [], {}
     for d in dirs:
         for s in Catalog.load([d]):
@@ -71,7 +71,7 @@ def build_script(dirs: list[Path], n_calls: int, work: Path) -> tuple[dict, list
         step = call("call_tool", {"tool_name": f"mcp_tool_mcp_server_{tool}", "arguments": "{}"})
         rules.append({"match": f"mcp_tool_mcp_server_{tool}\n", "responses": [{"content": ""}] + [{"content": step}]
                       * n_calls + [{"content": "Done."}]})
-        scenarios.append((str(d), key))
+        scenarios.append((str(d), key, tool))
     script = {"responses": [{"content": call("list_tools", {})}], "rules": rules}
     return script, scenarios
 
@@ -79,6 +79,31 @@ def build_script(dirs: list[Path], n_calls: int, work: Path) -> tuple[dict, list
 def _proc_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def naive_rate(data_dir: str, scenario: str, tool: str, concurrency: int, seconds: float, work: Path) -> float:
+    """The reference agent's pattern: a new MCP session (and client) for every tool call, to one server per
+    episode. Measured with ``concurrency`` callers on one server for ``seconds``."""
+    from fastmcp import Client
+
+    from awm_engine.mcp_client import ServedEnvironment
+
+    server = await ServedEnvironment(scenario, work / "naive", [data_dir]).start()
+    count = 0
+    deadline = time.perf_counter() + seconds
+    try:
+        async def caller():
+            nonlocal count
+            while time.perf_counter() < deadline:
+                async with Client(server.url, timeout=60) as client:
+                    await client.call_tool_mcp(tool, {})
+                count += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(caller() for _ in range(concurrency)))
+        return count / (time.perf_counter() - started)
+    finally:
+        server.stop()
 
 
 def free_port() -> int:
@@ -115,7 +140,7 @@ def main() -> int:
         endpoint = Endpoint(base_url=f"http://127.0.0.1:{port}/v1", model="scripted", max_retries=0)
         totals = {"rollouts": 0, "calls": 0, "seconds": 0.0, "ok": 0}
         by_dir: dict[str, list[str]] = {}
-        for d, key in scenarios:
+        for d, key, _ in scenarios:
             by_dir.setdefault(d, []).append(key)
         started = time.perf_counter()
 
@@ -141,7 +166,7 @@ def main() -> int:
                 totals["calls"] += r.get("tool_call_count") or 0
                 totals["ok"] += r.get("stop_reason") == "final_answer"
         rate = totals["calls"] / elapsed
-        print(f"scenarios: {len(scenarios)} ({', '.join(k for _, k in scenarios)})")
+        print(f"scenarios: {len(scenarios)} ({', '.join(k for _, k, _ in scenarios)})")
         print(f"rollouts: {totals['rollouts']} ({totals['ok']} reached their final answer), "
               f"{args.concurrency} in flight, k={args.k}, verify={args.verify}")
         print(f"tool calls (incl. list_tools): {totals['calls']} in {elapsed:.1f} s")
@@ -151,6 +176,10 @@ def main() -> int:
         llm.terminate()
         llm.wait(10)
     print(f"  scripted LLM server CPU: {llm_cpu:.1f} s")
+    d, key, tool = scenarios[0]
+    naive = asyncio.run(naive_rate(d, key, tool, 8, 5.0, work))
+    print(f"naive (new MCP session per call, as the reference agent; 8 callers, tool calls only, no LLM): "
+          f"{naive:.0f} calls/s — awm sustains {rate / naive:.0f}x that with a model in the loop")
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"  CPU seconds: evaluation process {main_cpu:.1f}, environment workers + scripted LLM "
           f"{children.ru_utime + children.ru_stime:.1f} — {os.cpu_count()} cores, {elapsed:.1f} s wall")
