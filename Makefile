@@ -24,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/tui_catalog.py
+	$(BIN)/python benchmarks/eval_throughput.py
 
 screenshots: $(STAMP)
 	$(BIN)/python assets/screenshots.py

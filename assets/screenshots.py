@@ -116,12 +116,28 @@ async def rollout_and_replay(runs: Path) -> None:
         app.save_screenshot(str(HERE / "replay.svg"))
 
 
+async def evaluations(runs: Path) -> None:
+    from awm_engine.evaluation import EvalConfig, run_evaluation
+    from awm_engine.paths import sample_envs_dir
+
+    for policy in ("oracle", "immediate"):
+        config = EvalConfig(data_dirs=[str(sample_envs_dir())], policy=policy, k=2, concurrency=8)
+        await run_evaluation(config, runs / "eval" / f"{policy}-k2")
+    app = AwmApp(None, cursor_blink=False, runs_root=runs, evaluation=runs / "eval" / "oracle-k2")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None
+                    and app.screen.query_one("#rollout-table").row_count == 100, 30)
+        await pilot.pause(1.2)
+        app.save_screenshot(str(HERE / "evals.svg"))
+
+
 async def main() -> None:
     os.environ.setdefault("AWM_CACHE_DIR", tempfile.mkdtemp(prefix="awm_shots_cache_"))
     runs = Path(tempfile.mkdtemp(prefix="awm_shots_runs_"))
     await browse(runs)
     await play(runs)
     await rollout_and_replay(runs)
+    await evaluations(runs)
 
 
 if __name__ == "__main__":

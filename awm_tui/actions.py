@@ -35,6 +35,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog"),
     ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog"),
     ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False),
+    ActionSpec("app.evals", "evaluations", "ctrl+e", "Evaluations", "catalog"),
     ActionSpec("env.back", "back", "escape", "Back", "environment"),
     ActionSpec("env.overview", "show_tab('overview')", "1", "Overview", "environment"),
     ActionSpec("env.schema", "show_tab('schema')", "2", "Schema", "environment"),
@@ -60,10 +61,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True),
     ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay"),
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
+    ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals"),
+    ActionSpec("evals.back", "back", "escape", "Back", "evals"),
 )
 
 SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "play": "Play",
-                "rollout": "Live rollout", "replay": "Replay"}
+                "rollout": "Live rollout", "replay": "Replay", "evals": "Evaluations"}
 
 
 def bindings(scope: str) -> list[Binding]:

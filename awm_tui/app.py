@@ -33,6 +33,7 @@ class AwmCommands(Provider):
             yield f"open: {s.key}", partial(self.app.open_environment, s.key), s.name
         for run_dir in self.app.recent_runs():
             yield f"replay: {run_dir.name}", partial(self.app.open_replay, run_dir), str(run_dir)
+        yield "evaluations", self.app.open_evaluations, "the evaluation dashboard"
 
     async def discover(self) -> Hits:
         for text, callback, help_text in self._commands():
@@ -53,12 +54,14 @@ class AwmApp(App):
     COMMANDS = App.COMMANDS | {AwmCommands}
 
     def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
-                 runs_root: Path | str = "outputs", replay: Path | str | None = None):
+                 runs_root: Path | str = "outputs", replay: Path | str | None = None,
+                 evaluation: Path | str | None = None):
         super().__init__()
         self.data_dirs = data_dirs
         self.cursor_blink = cursor_blink
         self.runs_root = Path(runs_root)
         self.replay_dir = replay
+        self.evaluation_dir = evaluation
         self._pool = None
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
@@ -69,6 +72,8 @@ class AwmApp(App):
         self.push_screen(CatalogScreen(self.data_dirs))
         if self.replay_dir:
             self.call_later(self.open_replay, self.replay_dir)
+        elif self.evaluation_dir:
+            self.call_later(self.open_evaluations, self.evaluation_dir)
 
     async def get_pool(self):
         """Environment worker processes (started on first use): environment code never runs in the TUI."""
@@ -96,6 +101,12 @@ class AwmApp(App):
         found = [p.parent for sub in ("agents", "play", "eval") for p in (self.runs_root / sub).glob("**/trajectory.json")]
         return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
 
+    def open_evaluations(self, selected: Path | str | None = None) -> None:
+        from .screens.evals import EvalScreen
+
+        root = Path(selected).parent if selected else self.runs_root / "eval"
+        self.push_screen(EvalScreen(root, Path(selected) if selected else None))
+
     def open_replay(self, run_dir: Path | str) -> None:
         try:
             self.push_screen(ReplayScreen(run_dir))
@@ -117,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", action="append", metavar="DIR",
                         help="AWM data directory (repeatable); default: the bundled sample_envs/")
     parser.add_argument("--replay", metavar="RUN_DIR", help="open a run directory in the replay view")
+    parser.add_argument("--eval", metavar="RUN_DIR", help="open the evaluation dashboard on this run")
     parser.add_argument("--runs", metavar="DIR", default="outputs",
                         help="where play and live runs are written and recent runs are found (default outputs/)")
     args = parser.parse_args(argv)
-    AwmApp(args.data, runs_root=args.runs, replay=args.replay).run()
+    AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval).run()
     return 0
 
 

@@ -235,7 +235,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def list_runs(root: Path) -> list[dict]:
     runs = []
-    for config_path in sorted(root.glob("**/config.json")):
+    for config_path in sorted(list(root.glob("*/config.json")) + list(root.glob("*/*/config.json"))):
         run = config_path.parent
         if not (run / "results.jsonl").exists() and not (run / "metadata.json").exists():
             continue

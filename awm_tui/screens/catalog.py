@@ -143,6 +143,9 @@ class CatalogScreen(Screen):
         self.sort_reverse = not self.sort_reverse
         self.refill()
 
+    def action_evaluations(self) -> None:
+        self.app.open_evaluations()
+
     def action_open_selected(self) -> None:
         key = self.selected_key()
         if key and self.catalog is not None:

@@ -1,0 +1,197 @@
+"""Evaluation dashboard: runs, live progress, per-scenario metrics, every rollout, drill-down to replay."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+
+from awm_engine.catalog import Catalog
+from awm_engine.evaluation import EvalConfig, work_items
+from awm_engine.metrics import ERROR_CLASSES, error_class, summarize
+from awm_engine.results import ResultsIndex
+
+from ..actions import bindings
+from ..widgets.virtual_table import VirtualTable
+
+SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "errors"]
+SCENARIO_WIDTHS = [30, 8, 7, 8, 7, 7, 24]
+ROLLOUT_COLUMNS = ["rollout", "status", "label", "reward", "stop", "error"]
+ROLLOUT_WIDTHS = [40, 6, 12, 6, 13, 18]
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Runs directly under ``root`` or one level down (never walks into rollout directories)."""
+    candidates = list(root.glob("*/config.json")) + list(root.glob("*/*/config.json"))
+    runs = [p.parent for p in candidates if (p.parent / "results.jsonl").exists()
+            or (p.parent / "metadata.json").exists()]
+    return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+class RunView:
+    """What the dashboard knows about one run; refreshed incrementally (only new lines are read)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.config = EvalConfig.from_dict(json.loads((path / "config.json").read_text()))
+        self.index = ResultsIndex(path / "results.jsonl")
+        self.expected: int | None = None
+
+    def expected_total(self) -> int | None:
+        if self.expected is None:
+            try:
+                self.expected = len(work_items(Catalog.load(self.config.data_dirs), self.config))
+            except Exception:  # noqa: BLE001 - data moved away: progress shows counts only
+                self.expected = None
+        return self.expected
+
+    def running(self) -> bool:
+        meta = self.path / "metadata.json"
+        try:
+            return bool(json.loads(meta.read_text()).get("running"))
+        except (OSError, ValueError):
+            return True
+
+
+class EvalScreen(Screen):
+    SCOPE = "evals"
+    BINDINGS = bindings("evals")
+    DEFAULT_CSS = """
+    EvalScreen #runs { width: 40; }
+    EvalScreen #run-head { height: auto; padding: 0 1; }
+    EvalScreen #progress { height: 1; padding: 0 1; }
+    EvalScreen #scenario-table { height: 12; border: round $primary-background; }
+    EvalScreen #rollout-table { height: 1fr; border: round $primary-background; }
+    """
+
+    def __init__(self, root: Path, selected: Path | None = None):
+        super().__init__()
+        self.root = root
+        self.selected = selected
+        self.runs: list[Path] = []
+        self.view: RunView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield OptionList(id="runs")
+            with Vertical():
+                yield Static("", id="run-head")
+                yield ProgressBar(id="progress", show_eta=False)
+                yield VirtualTable(id="scenario-table")
+                yield VirtualTable(id="rollout-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Evaluations"
+        self.sub_title = str(self.root)
+        self.query_one("#scenario-table", VirtualTable).set_columns(SCENARIO_COLUMNS, SCENARIO_WIDTHS)
+        self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS)
+        self.reload_runs()
+        self.set_interval(1.0, self.poll)
+
+    def reload_runs(self) -> None:
+        self.runs = find_runs(self.root)
+        if self.selected is not None and self.selected.resolve() not in [r.resolve() for r in self.runs]:
+            self.runs.insert(0, self.selected)
+        options = self.query_one("#runs", OptionList)
+        options.clear_options()
+        for run in self.runs:
+            try:
+                config = json.loads((run / "config.json").read_text())
+            except (OSError, ValueError):
+                continue
+            model = (config.get("endpoint") or {}).get("model") or config.get("policy")
+            options.add_option(Option(Text.assemble((run.name, "bold"), f"\n{model} · k={config.get('k')}"),
+                                      id=str(run)))
+        if self.runs:
+            target = self.selected or self.runs[0]
+            self.open_run(target)
+            for i, run in enumerate(self.runs):
+                if run.resolve() == target.resolve():
+                    options.highlighted = i
+        else:
+            self.query_one("#run-head", Static).update(f"no evaluation runs under {self.root} yet — start one with "
+                                                       "`awm eval run ... --out outputs/eval/<name>`")
+
+    def open_run(self, path: Path) -> None:
+        if self.view is not None and self.view.path.resolve() == Path(path).resolve():
+            return
+        self.view = RunView(Path(path))
+        self.query_one("#rollout-table", VirtualTable).set_rows([], [])
+        self.poll()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "runs":
+            self.open_run(Path(event.option.id))
+
+    # -- live refresh -----------------------------------------------------------------------------
+    def poll(self) -> None:
+        if self.view is not None:
+            self.refresh_run()
+
+    @work(thread=True, exclusive=True, group="eval-refresh")
+    def refresh_run(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        new = view.index.refresh()
+        expected = view.expected_total()
+        summaries = list(view.index.summaries())
+        metrics = summarize(summaries, view.config.pass_threshold)
+        self.app.call_from_thread(self._show, view, summaries, metrics, expected, new)
+
+    def _show(self, view: RunView, summaries, metrics, expected, new: int) -> None:
+        if view is not self.view:
+            return
+        overall = metrics["overall"]
+        done = len(summaries)
+        state = "running" if view.running() and (expected is None or done < expected) else "finished"
+        ks = sorted(overall["pass_at_k"], key=int)
+        kmax = ks[-1] if ks else "1"
+        fmt = (lambda v: "-" if v is None else f"{v:.3f}")  # noqa: E731
+        head = Text.assemble((f"{view.path.name}", "bold"), f"  ·  {view.config.model}  ·  k={view.config.k}  ·  ",
+                             (state, "green" if state == "finished" else "yellow"),
+                             f"\nrollouts {done}" + (f"/{expected}" if expected else ""),
+                             f"  ·  mean reward {fmt(overall['mean_reward'])}",
+                             f"  ·  completion {fmt(overall['completion_rate'])}",
+                             f"  ·  pass@1 {fmt(overall['pass_at_k'].get('1'))}",
+                             f"  ·  pass@{kmax} {fmt(overall['pass_at_k'].get(kmax))}",
+                             f"  ·  pass^{kmax} {fmt(overall['pass_hat_k'].get(kmax))}",
+                             "\nerrors: " + (", ".join(f"{c} {overall['errors'][c]}" for c in ERROR_CLASSES
+                                                       if overall["errors"][c]) or "none"))
+        self.query_one("#run-head", Static).update(head)
+        bar = self.query_one(ProgressBar)
+        bar.update(total=expected or max(done, 1), progress=done)
+        rows = []
+        for name, agg in metrics["scenarios"].items():
+            errors = ", ".join(f"{c} {n}" for c, n in agg["errors"].items() if n) or "-"
+            rows.append((name, agg["rollouts"], fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
+                         fmt(agg["pass_at_k"].get("1")), fmt(agg["pass_at_k"].get(kmax)), errors))
+        self.query_one("#scenario-table", VirtualTable).set_rows(rows, list(metrics["scenarios"]))
+        if new or self.query_one("#rollout-table", VirtualTable).row_count != done:
+            table = self.query_one("#rollout-table", VirtualTable)
+            table.set_rows([(s["id"], s.get("status"), s.get("label") or "-",
+                             "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
+                             error_class(s) or "") for s in summaries], [s["id"] for s in summaries])
+
+    # -- drill-down ---------------------------------------------------------------------------------
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        if event.table.id == "rollout-table" and event.key and self.view is not None:
+            record = self.view.index.entries[event.key].summary
+            if record.get("run_dir") and Path(record["run_dir"], "trajectory.json").is_file():
+                self.app.open_replay(record["run_dir"])
+            else:
+                self.notify(f"{event.key} has no run directory (it failed before starting)", severity="warning")
+
+    def action_focus_rollouts(self) -> None:
+        self.query_one("#rollout-table", VirtualTable).focus()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

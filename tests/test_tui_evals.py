@@ -1,0 +1,49 @@
+"""The evaluation dashboard follows a running evaluation live and drills down into a rollout's replay."""
+import os
+import subprocess
+import sys
+
+from awm_tui.app import AwmApp
+from awm_tui.screens.evals import EvalScreen
+from awm_tui.screens.replay import ReplayScreen
+from awm_tui.widgets.virtual_table import VirtualTable
+
+
+async def test_dashboard_follows_a_running_evaluation(tmp_path):
+    out = tmp_path / "eval" / "oracle-run"
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "eval", "run", "--policy", "oracle",
+                             "--scenario", "maple_library_lending", "-k", "3", "--concurrency", "1", "--workers", "1",
+                             "--out", str(out), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    seen: list[int] = []
+    try:
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.press("ctrl+e")
+            screen = app.screen
+            assert isinstance(screen, EvalScreen)
+            rollouts = screen.query_one("#rollout-table", VirtualTable)
+            for _ in range(600):
+                await pilot.pause(0.1)
+                if screen.view is None and out.exists():
+                    screen.reload_runs()
+                seen.append(rollouts.row_count)
+                if rollouts.row_count == 30 and proc.poll() is not None:
+                    break
+            await pilot.pause(1.5)
+            head = str(screen.query_one("#run-head").render())
+            assert "rollouts 30/30" in head and "mean reward 1.000" in head and "pass@2 1.000" in head and "pass^2 1.000" in head
+            assert "finished" in head
+            assert screen.query_one("#scenario-table", VirtualTable).get_row_at(0)[:2] == ["maple_library_lending", "30"]
+            assert any(0 < n < 30 for n in seen)  # the dashboard showed the run part-way, while it was going
+            rollouts.focus()
+            await pilot.press("down", "enter")
+            await pilot.pause(0.5)
+            assert isinstance(app.screen, ReplayScreen)
+            assert app.screen.run.scenario == "maple_library_lending"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
