@@ -15,15 +15,13 @@ from textual.widgets import (Button, Footer, Header, Input, Label, OptionList, S
 from textual.widgets.option_list import Option
 
 from awm_engine.catalog import Scenario
-from awm_engine.dbdiff import diff_databases
 from awm_engine.episode_run import default_run_dir
 from awm_engine.policies import AssistantTurn, HumanPolicy, NativeCall
 from awm_engine.rollout import AgentConfig, Rollout, RolloutFinished
-from awm_engine.verify import verify_both
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript
-from ..widgets.verdict import SideBySide
+from ..widgets.verdict import SideBySide, verify_and_show
 
 FLAT = ("string", "integer", "number", "boolean")
 
@@ -151,14 +149,10 @@ class PlayScreen(Screen):
         side = self.query_one(SideBySide)
         self.query_one(TabbedContent).active = "verdict-tab"
         side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
-        run_dir = self.episode.run_dir
-        diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
-        side.show(diff, None, self.query_one(Transcript).env_errors, self.finished.stop_reason)
-        report = await verify_both(run_dir, self.app.catalog, self.app.judge_endpoint())
+        report = await verify_and_show(side, self.episode.run_dir, self.app, self.query_one(Transcript).env_errors,
+                                       self.finished.stop_reason)
         self.reports = report.to_dict()
-        side.show(diff, self.reports, self.query_one(Transcript).env_errors, self.finished.stop_reason)
-        final = report
-        self.notify(f"{final.label} — reward {final.reward}", title="verified")
+        self.notify(f"{report.label} — reward {report.reward}", title="verified")
 
     # -- the form ------------------------------------------------------------------------------
     async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -11,17 +11,15 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Select, Static, TabbedContent, TabPane
 
 from awm_engine.catalog import Scenario
-from awm_engine.dbdiff import diff_databases
 from awm_engine.episode_run import default_run_dir
 from awm_engine.llm_config import ConfigError, endpoint_names, load_config, resolve_endpoint
 from awm_engine.mcp_client import McpEpisode, ServedEnvironment
 from awm_engine.policies import LLMPolicy
 from awm_engine.rollout import AgentConfig, FormatError, Observation, Rollout, RolloutFinished
-from awm_engine.verify import verify_both
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript
-from ..widgets.verdict import SideBySide
+from ..widgets.verdict import SideBySide, verify_and_show
 
 CUSTOM = "(base URL and model below)"
 
@@ -179,14 +177,10 @@ class RolloutScreen(Screen):
         side = self.query_one(SideBySide)
         self.query_one(TabbedContent).active = "verdict-tab"
         side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
-        diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
-        env_errors = self.query_one(Transcript).env_errors
-        side.show(diff, None, env_errors, self.finished.stop_reason)
-        report = await verify_both(run_dir, self.app.catalog, self.app.judge_endpoint())
+        report = await verify_and_show(side, run_dir, self.app, self.query_one(Transcript).env_errors,
+                                       self.finished.stop_reason)
         self.reports = report.to_dict()
-        side.show(diff, self.reports, env_errors, self.finished.stop_reason)
-        final = report
-        self.state(f"finished: {self.finished.stop_reason} · {final.label} · reward {final.reward} · {run_dir}")
+        self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward} · {run_dir}")
 
     def action_back(self) -> None:
         self.action_stop()

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from awm_engine.dbdiff import DbDiff
+from awm_engine.dbdiff import DbDiff, diff_databases
 
 MAX_ROWS = 30
 
@@ -148,3 +148,14 @@ class SideBySide(Horizontal):
              stop_reason: str | None = None, title: str = "Database changes") -> None:
         self.query_one("#diff", Static).update(render_diff(diff, title))
         self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason))
+
+
+async def verify_and_show(side: SideBySide, run_dir, app, env_errors: int, stop_reason: str | None):
+    """Show the diff at once, verify the run (code mode, plus the judge when configured), show the verdict."""
+    from awm_engine.verify import verify_both
+
+    diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
+    side.show(diff, None, env_errors, stop_reason)
+    report = await verify_both(run_dir, app.catalog, app.judge_endpoint())
+    side.show(diff, report.to_dict(), env_errors, stop_reason)
+    return report
