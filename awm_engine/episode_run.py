@@ -11,7 +11,7 @@ from typing import Any
 from .catalog import Catalog, Scenario
 from .llm_config import Endpoint
 from .policies import (HumanPolicy, ImmediatePolicy, LLMPolicy, OraclePolicy, Policy, PolicyError,
-                       ReplayPolicy)
+                       ReplayPolicy, TerminalHumanPolicy)
 from .pool import EnvPool
 from .rewards import RewardConfig
 from .rollout import AgentConfig, Rollout, RolloutFinished
@@ -46,6 +46,8 @@ def make_policy(kind: str, scenario: Scenario, task_idx: int, mode: str = "meta"
         return ImmediatePolicy()
     if kind == "human":
         return HumanPolicy()
+    if kind == "terminal":
+        return TerminalHumanPolicy()
     raise PolicyError(f"unknown policy {kind!r} (choose from {', '.join(POLICIES)})", "config")
 
 

@@ -184,3 +184,48 @@ class HumanPolicy:
 
     async def next_turn(self, messages, tools, mode) -> AssistantTurn:
         return await self.queue.get()
+
+
+class TerminalHumanPolicy:
+    """Play from a terminal (``awm agent run --policy human``): each line is ``TOOL {json args}``, ``tools``
+    to list them, or ``answer TEXT`` to finish. Prompts go to stderr; lines come from stdin."""
+
+    name = "human"
+
+    def __init__(self, read_line=None, write=None):
+        import sys
+
+        self.read_line = read_line or sys.stdin.readline
+        self.write = write or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+        self.counter = 0
+
+    async def next_turn(self, messages, tools, mode) -> AssistantTurn:
+        names = {t["name"]: t for t in tools}
+        while True:
+            self.write("call> ")
+            line = await asyncio.to_thread(self.read_line)
+            if not line:  # end of input: finish with no answer
+                return AssistantTurn("(no answer)")
+            line = line.strip()
+            if not line:
+                continue
+            if line == "tools":
+                for t in tools:
+                    props = (t.get("inputSchema") or {}).get("properties") or {}
+                    required = set((t.get("inputSchema") or {}).get("required", []))
+                    args = ", ".join(p + ("*" if p in required else "") for p in props)
+                    self.write(f"  {t['name']}({args})  {(t.get('description') or '').splitlines()[0]}\n")
+                continue
+            if line.startswith("answer"):
+                return AssistantTurn(line[len("answer"):].strip() or "(no answer)")
+            name, _, raw = line.partition(" ")
+            if name not in names:
+                self.write(f"  unknown tool {name!r}; type 'tools' to list them, 'answer TEXT' to finish\n")
+                continue
+            try:
+                arguments = json.loads(raw) if raw.strip() else {}
+            except ValueError as exc:
+                self.write(f"  arguments must be a JSON object: {exc}\n")
+                continue
+            self.counter += 1
+            return AssistantTurn("", [NativeCall(f"call_human_{self.counter}", name, json.dumps(arguments))])

@@ -245,3 +245,22 @@ def test_agent_run_cli_oracle(tmp_path, capsys):
     assert out["verification"]["label"] == "complete" and out["rollout"]["stop_reason"] == "final_answer"
     assert awm(["agent", "run", "--scenario", "skyway_travel_bookings", "--task", "2", "--policy", "llm",
                 "--out", str(tmp_path / "x")]) == 2  # no endpoint configured
+
+
+def test_human_policy_from_a_terminal(tmp_path):
+    """`awm agent run --policy human`: the CLI twin of playing in the TUI."""
+    import os
+    import subprocess
+    import sys
+
+    lines = 'tools\nno_such_tool {}\nlist_my_loans {"status": "active"}\nrenew_loan {bad json\nrenew_loan {"loan_id": 3}\n' \
+            "answer Renewed until 2026-04-03.\n"
+    done = subprocess.run([sys.executable, "-m", "awm_engine.cli", "agent", "run", "--scenario", "maple_library_lending",
+                           "--task", "3", "--policy", "human", "--out", str(tmp_path / "r"), "--json"],
+                          input=lines, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["verification"]["label"] == "complete"
+    assert "unknown tool 'no_such_tool'" in done.stderr and "arguments must be a JSON object" in done.stderr
+    assert "renew_loan(loan_id*)" in done.stderr

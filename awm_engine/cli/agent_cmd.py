@@ -33,7 +33,8 @@ def register(verbs) -> None:
     add_data_arg(run)
     run.add_argument("--scenario", required=True)
     run.add_argument("--task", type=int, required=True, help="0-based task index")
-    run.add_argument("--policy", choices=[p for p in POLICIES if p != "human"], default="llm")
+    run.add_argument("--policy", choices=list(POLICIES), default="llm",
+                     help="llm, oracle, replay, immediate, or human (type the tool calls yourself)")
     add_endpoint_args(run)
     run.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
     run.add_argument("--mode", choices=["meta", "native"], default=None, help="tool protocol (default: meta)")
@@ -115,7 +116,11 @@ async def _agent_run(args: argparse.Namespace) -> int:
             endpoint = resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode,
                                         temperature=args.temperature, max_tokens=args.max_tokens)
         mode = args.mode or (endpoint.mode if endpoint else "meta")
-        policy = make_policy(args.policy, scenario, args.task, mode, endpoint, args.replay, args.tool_names)
+        if args.policy == "human":
+            mode = "native"  # the person's calls are structured; no <tool_call> text to write
+            stderr.print("type a tool call as  TOOL {\"arg\": value}, 'tools' to list them, 'answer TEXT' to finish")
+        policy = make_policy("terminal" if args.policy == "human" else args.policy, scenario, args.task, mode,
+                             endpoint, args.replay, args.tool_names)
     except (ConfigError, PolicyError) as exc:
         raise CliError(str(exc)) from None
     config = AgentConfig(mode=mode, max_turns=args.max_turns, history_window=args.window,
