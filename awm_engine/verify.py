@@ -8,9 +8,9 @@ called as the reference does (first ``def verify_`` line; keyword names; positio
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -48,14 +48,6 @@ class VerifierOutcome:
         return asdict(self)
 
 
-def _limits(memory_mb: int):
-    def apply() -> None:
-        os.setsid()
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    return apply
-
-
 def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Path | str, final_answer: str = "",
                  timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
                  mode: str | None = None) -> VerifierOutcome:
@@ -84,13 +76,13 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         request = work / "request.json"
         request.write_text(json.dumps({"code": verifier.code, "function": function, "mode": mode,
                                        "initial_db": str(initial_copy), "final_db": str(final_copy),
-                                       "final_answer": final_answer or ""}))
+                                       "final_answer": final_answer or "", "memory_mb": memory_mb}))
         out = work / "result.json"
         root = str(Path(__file__).resolve().parent.parent)
         env = scrubbed_env({"PYTHONPATH": root})
         proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_child", str(request), str(out)],
                                 cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, preexec_fn=_limits(memory_mb))
+                                stderr=subprocess.PIPE, start_new_session=True)
         try:
             _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -182,16 +174,17 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
         if mode == "sql":
             sql_verifier = scenario.verifier(task_id, "sql")
             if sql_verifier is not None:
-                report.sql = run_verifier(sql_verifier, initial, final, answer, timeout, memory_mb, "sql")
+                report.sql = await asyncio.to_thread(run_verifier, sql_verifier, initial, final, answer, timeout,
+                                                     memory_mb, "sql")
             report.note = "no judge endpoint configured: the label comes from the code-mode verifier"
-        report.code = run_verifier(scenario.verifier(task_id, "code"), initial, final, answer, timeout, memory_mb,
-                                   "code")
+        report.code = await asyncio.to_thread(run_verifier, scenario.verifier(task_id, "code"), initial, final,
+                                              answer, timeout, memory_mb, "code")
         report.label = report.code.label
         if mode == "sql" and report.code.error_kind == "no_code":
             report.note = "no judge endpoint configured and no code-mode verifier: no verdict"
     else:
         verifier = scenario.verifier(task_id, "sql")
-        report.sql = run_verifier(verifier, initial, final, answer, timeout, memory_mb, "sql")
+        report.sql = await asyncio.to_thread(run_verifier, verifier, initial, final, answer, timeout, memory_mb, "sql")
         if report.sql.label == "judge_error":
             report.label = "judge_error"
         else:
