@@ -51,7 +51,11 @@ class ServedEnvironment:
             args += ["--timeout", str(self.call_timeout)]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.run_dir / "serve.log", "ab")
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        from .sandbox import scrubbed_env
+
+        # the server needs no secrets: it only hosts the episode (its code runs in scrubbed workers anyway)
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                     env=scrubbed_env())
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 _KEEP_PREFIXES = ("HOME", "USER", "LOGNAME", "PATH", "LANG", "LC_", "TERM", "SHELL", "PWD", "TMPDIR", "TMP", "TEMP",
-                  "TZ")
+                  "TZ", "AWM_CACHE_DIR", "AWM_SAMPLE_ENVS")
 _KEEP_EXACT = {"PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
 
 
