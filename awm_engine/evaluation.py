@@ -68,7 +68,6 @@ def work_items(catalog: Catalog, config: EvalConfig) -> list[tuple[str, int, int
 
 
 def _tool_calls(rollout) -> list[dict[str, Any]]:
-    from .rollout import Observation
 
     calls = []
     for entry in rollout.trajectory:

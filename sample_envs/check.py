@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sqlite3
 import sys
 import tempfile
 from pathlib import Path

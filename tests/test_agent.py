@@ -2,8 +2,6 @@
 real AWM environment; malformed model output; history window; dead endpoints; replay."""
 import asyncio
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
 

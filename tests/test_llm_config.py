@@ -1,6 +1,5 @@
 """Endpoint resolution: flags over named endpoints over environment variables; the fake-llm command."""
 import json
-import os
 import socket
 import subprocess
 import sys

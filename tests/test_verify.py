@@ -1,6 +1,5 @@
 """Verifiers run sandboxed (timeout, memory limit, read-only, no secrets); the judge parses what it gets."""
 import asyncio
-import json
 import sqlite3
 
 import pytest

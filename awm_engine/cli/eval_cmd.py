@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 
 from ..evaluation import EvalConfig, run_evaluation, write_metadata
 from ..llm_config import ConfigError, judge_endpoint, resolve_endpoint
-from ..metrics import ERROR_CLASSES, summarize
+from ..metrics import ERROR_CLASSES
 from ..paths import sample_envs_dir
 from ..policies import PolicyError
 from ..results import ResultsIndex
