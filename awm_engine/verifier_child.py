@@ -54,13 +54,16 @@ def call_verifier(func, mode: str, initial: str, final: str, final_answer: str):
 
 
 def main() -> int:
-    request = json.loads(open(sys.argv[1]).read())
+    return run(sys.argv[1], sys.argv[2])
+
+
+def run(request_path: str, out_path: str) -> int:
+    request = json.loads(open(request_path).read())
     if request.get("memory_mb"):  # set here rather than in a pre-exec hook, which is unsafe in threaded parents
         import resource
 
         limit = int(request["memory_mb"]) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    out_path = sys.argv[2]
     mode = request["mode"]
     paths = {os.path.realpath(request["initial_db"]), os.path.realpath(request["final_db"])}
     sqlite3.connect = _read_only_connect(paths)

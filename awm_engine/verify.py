@@ -16,7 +16,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,93 @@ from .sandbox import scrubbed_env
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MEMORY_MB = 1024
+ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+class HostError(Exception):
+    pass
+
+
+class VerifierHost:
+    """The parent's handle on ``verifier_host`` (one per process, shared by threads; restarted if it dies)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+        self.waiters: dict[str, list] = {}
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_host"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+                                     env=scrubbed_env({"PYTHONPATH": ROOT}), cwd=tempfile.gettempdir())
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            answer = json.loads(line)
+            waiter = self.waiters.get(answer["id"])
+            if waiter is not None:
+                waiter[1] = answer
+                waiter[0].set()
+        for waiter in list(self.waiters.values()):  # the host is gone: nobody else will answer
+            if not waiter[0].is_set():
+                waiter[1] = {"status": "host_died", "code": None}
+                waiter[0].set()
+
+    def run(self, request: Path, result: Path, timeout: float) -> dict:
+        rid = uuid.uuid4().hex
+        waiter = [threading.Event(), None]
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            self.waiters[rid] = waiter
+            try:
+                self.proc.stdin.write((json.dumps({"id": rid, "request": str(request), "result": str(result),
+                                                   "timeout": timeout}) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError as exc:
+                self.waiters.pop(rid, None)
+                raise HostError(str(exc)) from None
+        try:
+            if not waiter[0].wait(timeout + 10):
+                raise HostError("the verifier host did not answer")
+        finally:
+            self.waiters.pop(rid, None)
+        if waiter[1]["status"] == "host_died":
+            raise HostError("the verifier host exited")
+        return waiter[1]
+
+
+_host: VerifierHost | None = None
+_host_guard = threading.Lock()
+
+
+def verifier_host() -> VerifierHost | None:
+    """The shared host, or None when ``AWM_VERIFIER_HOST=0`` asks for one fresh process per verifier."""
+    global _host
+    if os.environ.get("AWM_VERIFIER_HOST", "1") == "0":
+        return None
+    with _host_guard:
+        if _host is None:
+            _host = VerifierHost()
+        return _host
+
+
+def _spawn(request: Path, out: Path, timeout: float, cwd: str) -> tuple[str, int | None, str]:
+    """One fresh interpreter for this verifier (the fallback)."""
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_child", str(request), str(out)],
+                            cwd=cwd, env=scrubbed_env({"PYTHONPATH": ROOT}), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return "timeout", None, ""
+    return "exited", proc.returncode, (stderr or b"").decode(errors="replace")[-500:]
 
 
 @dataclass
@@ -78,24 +167,21 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
                                        "initial_db": str(initial_copy), "final_db": str(final_copy),
                                        "final_answer": final_answer or "", "memory_mb": memory_mb}))
         out = work / "result.json"
-        root = str(Path(__file__).resolve().parent.parent)
-        env = scrubbed_env({"PYTHONPATH": root})
-        proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_child", str(request), str(out)],
-                                cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        host = verifier_host()
+        status = None
+        if host is not None:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
+                answer = host.run(request, out, timeout)
+                status, code, tail = answer["status"], answer.get("code"), ""
+            except HostError:
+                status = None
+        if status is None:
+            status, code, tail = _spawn(request, out, timeout, tmp)
+        if status == "timeout":
             return fail("timeout", f"verifier timed out after {timeout:.0f}s", function)
         if not out.is_file():
-            tail = (stderr or b"").decode(errors="replace")[-500:]
             kind = "memory" if "MemoryError" in tail else "crashed"
-            return fail(kind, f"verifier process exited with {proc.returncode}: {tail}", function)
+            return fail(kind, f"verifier process exited with {code}: {tail}", function)
         data = json.loads(out.read_text())
     if data["status"] != "ok":
         return fail(data.get("error_kind", "exception"), "Execution error: " + data.get("error", ""), function)
