@@ -242,3 +242,17 @@ def test_snapshot_help(snap_compare):
         await pilot.press("f1")
         await pilot.pause()
     assert snap_compare(snapshot_app(), terminal_size=SIZE, run_before=run_before)
+
+
+async def test_health_column_shows_env_test_results(capsys):
+    from awm_engine.cli import main as awm
+
+    assert awm(["env", "test", "--scenario", "maple_library_lending", "--workers", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)[0]
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        table = app.screen.query_one(VirtualTable)
+        rows = {r[0]: r for r in (table.get_row_at(i) for i in range(table.row_count))}
+        assert rows["maple_library_lending"][7] == f"{report['status']} {report['calls_ok']}/{report['get_tools']}"
+        assert rows["pinecrest_online_store"][7] == "—"
