@@ -247,7 +247,10 @@ def test_snapshot_help(snap_compare):
 async def test_health_column_shows_env_test_results(capsys):
     from awm_engine.cli import main as awm
 
-    assert awm(["env", "test", "--scenario", "maple_library_lending", "--workers", "1", "--json"]) == 0
+    import asyncio
+
+    assert await asyncio.to_thread(awm, ["env", "test", "--scenario", "maple_library_lending", "--workers", "1",
+                                         "--json"]) == 0
     report = json.loads(capsys.readouterr().out)[0]
     app = AwmApp(None, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
