@@ -128,11 +128,17 @@ async def bench_pool(scenario, tool: str, n_episodes: int, n_calls: int) -> dict
             "call_tool": median_ms(calls)}
 
 
-async def mcp_session_calls(url: str, tool: str, n_calls: int) -> tuple[list[float], list[float]]:
+async def mcp_session_calls(url: str, tool: str, n_calls: int) -> tuple[list[float], list[float], list[float]]:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    lists, calls = [], []
+    lists, calls, opens = [], [], []
+    for _ in range(5):  # what a client pays to start talking to the (already running) episode server
+        t = time.perf_counter()
+        async with streamable_http_client(url) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                opens.append(time.perf_counter() - t)
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -143,7 +149,7 @@ async def mcp_session_calls(url: str, tool: str, n_calls: int) -> tuple[list[flo
                 t = time.perf_counter()
                 await session.call_tool(tool, {})
                 calls.append(time.perf_counter() - t)
-    return lists, calls
+    return lists, calls, opens
 
 
 async def one_shot_call(url: str, tool: str | None) -> None:
@@ -191,10 +197,11 @@ def bench_mcp_http(data_dir: Path, scenario: str, tool: str, n_calls: int, work:
     try:
         wait_ready(url, proc)
         started = time.perf_counter() - t
-        lists, calls = asyncio.run(mcp_session_calls(url, tool, n_calls))
+        lists, calls, opens = asyncio.run(mcp_session_calls(url, tool, n_calls))
     finally:
         stop(proc)
-    return {"server start": started * 1000, "list_tools": median_ms(lists), "call_tool": median_ms(calls)}
+    return {"server start": started * 1000, "open": median_ms(opens), "list_tools": median_ms(lists),
+            "call_tool": median_ms(calls)}
 
 
 def bench_naive(data_dir: Path, scenario: str, tool: str, n_episodes: int, n_calls: int, work: Path) -> dict:
@@ -251,6 +258,8 @@ def run_one(label: str, data_dir: Path, scenario_key: str, args, work: Path) -> 
                       ratio(c, a2, key))
     table.add_row("server start", "—", "—", f"{b['server start']:.0f}", "—", "", "", "")
     console.print(table)
+    console.print("  (b) open = a new MCP session on the running `awm env serve` (initialize); reset is not offered over "
+                  "MCP: a fresh episode is a new server ('server start'). (c) reset = a new episode = a new server.")
     overhead = a["call_tool"] - a["handler alone"]
     console.print(f"  handler alone {a['handler alone']:.3f} ms; in-process call_tool {a['call_tool']:.3f} ms "
                   f"(overhead {overhead:.3f} ms, target ≤ 1 ms: {'OK' if overhead <= 1 else 'MISSED'}); "
