@@ -42,7 +42,7 @@ class ServedEnvironment:
 
     async def start(self, timeout: float = 60.0) -> "ServedEnvironment":
         args = [sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", self.scenario,
-                "--port", str(self.port), "--out", str(self.run_dir)]
+                "--port", str(self.port), "--out", str(self.run_dir), "--exit-with-parent"]
         for d in self.data_dirs:
             args += ["--data", str(d)]
         if self.task_idx is not None:

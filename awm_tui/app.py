@@ -67,6 +67,13 @@ class AwmApp(App):
         self.keymap = user_keymap()
 
     def on_mount(self) -> None:
+        import asyncio
+        import signal
+
+        try:  # the terminal went away: leave cleanly (stops live rollouts, their servers and the workers)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
         if self.keymap:
             self.set_keymap(self.keymap)
         self.push_screen(CatalogScreen(self.data_dirs))

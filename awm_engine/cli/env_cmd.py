@@ -32,6 +32,8 @@ def register(verbs) -> None:
     where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
     serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
+    serve.add_argument("--exit-with-parent", action="store_true",
+                       help="stop when the process that started this one exits (used by the TUI)")
     serve.set_defaults(func=cmd_serve)
     check = sub.add_parser("check", help="list the tools of a running MCP server")
     check.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8001/mcp")
@@ -91,16 +93,31 @@ async def _serve(args: argparse.Namespace) -> int:
         (out / "session.json").write_text(json.dumps(session, indent=2))
         server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
-        if args.stdio:
-            await serve_stdio(server)
-        else:
+        main = asyncio.create_task(serve_stdio(server) if args.stdio else serve_http(server, port))
+        if not args.stdio:
             stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
-            await serve_http(server, port)
+        if args.exit_with_parent:
+            asyncio.create_task(_watch_parent(main))
+        try:
+            await main
+        except asyncio.CancelledError:
+            pass
         await episode.close()
     finally:
         await pool.close()
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
     return 0
+
+
+async def _watch_parent(task: asyncio.Task) -> None:
+    import os
+
+    parent = os.getppid()
+    while not task.done():
+        await asyncio.sleep(1.0)
+        if os.getppid() != parent:  # re-parented: whoever started us is gone
+            task.cancel()
+            return
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
