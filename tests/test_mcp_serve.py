@@ -194,3 +194,23 @@ def test_env_test_cli(capsys):
     assert report["loads"] and report["tools"] == 23 and report["get_tools"] >= 5
     assert report["calls_ok"] + report["calls_5xx"] + report["calls_4xx"] + report["calls_other_error"] == \
         report["get_tools"]
+
+
+def test_a_served_environment_exits_with_its_parent(tmp_path):
+    """A server started for a live rollout never outlives the process that started it (no orphans)."""
+    script = ("import asyncio, os\n"
+              "from awm_engine.mcp_client import ServedEnvironment\n"
+              "async def main():\n"
+              f"    s = await ServedEnvironment('{SCENARIO}', r'{tmp_path / 'run'}').start()\n"
+              "    print(s.proc.pid, flush=True)\n"
+              "    os._exit(0)\n"
+              "asyncio.run(main())\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    pid = int(out.stdout.strip())
+    deadline = time.time() + 15
+    while time.time() < deadline and os.path.exists(f"/proc/{pid}") and \
+            open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+        time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    assert (tmp_path / "run" / "final.db").is_file()
