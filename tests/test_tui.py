@@ -35,7 +35,7 @@ def detail_text(app, selector) -> str:
 
 async def open_env(app, pilot, needle):
     await settle(app, pilot)
-    await pilot.press("slash", *needle, "enter", "enter")
+    await pilot.press("slash", *needle, "enter")
     await settle(app, pilot)
     assert isinstance(app.screen, EnvironmentScreen)
 
@@ -55,7 +55,7 @@ async def test_search_sort_open_and_back():
         assert table.row_count == 1 and table.get_row_at(0)[0] == "skyway_travel_bookings"
         await pilot.press("escape")  # clears the search
         assert table.row_count == 5 and app.screen.query_one("#search", Input).value == ""
-        await pilot.press("slash", *"clinic", "enter", "enter")
+        await pilot.press("slash", *"clinic", "enter")  # a single match opens at once
         await settle(app, pilot)
         assert isinstance(app.screen, EnvironmentScreen)
         assert app.screen.scenario.key == "riverside_clinic_appointments"

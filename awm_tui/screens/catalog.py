@@ -116,7 +116,12 @@ class CatalogScreen(Screen):
         self.refill()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one(VirtualTable).focus()
+        """Enter in the search box: open the environment when only one matches, else go to the list."""
+        table = self.query_one(VirtualTable)
+        if table.row_count == 1:
+            self.action_open_selected()
+        else:
+            table.focus()
 
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
         self.action_open_selected()
