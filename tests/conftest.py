@@ -14,8 +14,13 @@ SAMPLE_ENVS = ROOT / "sample_envs"
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own cache directory, so indexes and templates never leak between tests."""
+    """Every test gets its own cache directory (indexes and templates never leak between tests) and sees no
+    user configuration."""
     monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    # never read the developer's own endpoints, judge or keymap, nor their API endpoint variables
+    monkeypatch.setenv("AWM_CONFIG", str(tmp_path_factory.mktemp("config") / "none.toml"))
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "AWM_JUDGE_MODEL", "AWM_MODEL", "AWM_VERIFIER_HOST"):
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture
