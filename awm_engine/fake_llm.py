@@ -156,13 +156,10 @@ class FakeLLMServer:
     """Runs the scripted server on 127.0.0.1 in a background thread (``with FakeLLMServer(script) as url``)."""
 
     def __init__(self, script: dict[str, Any] | Path | str, port: int = 0):
-        import socket
+        from .ports import free_port
 
         self.app = create_app(script)
-        if port == 0:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+        port = port or free_port()
         self.port = port
         self.url = f"http://127.0.0.1:{port}/v1"
         self._server = None

@@ -17,13 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .ports import free_port
 from .runtime import ToolResult
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServedEnvironment:

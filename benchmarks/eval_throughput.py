@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from awm_engine.catalog import Catalog  # noqa: E402
+from awm_engine.ports import free_port  # noqa: E402
 from awm_engine.evaluation import EvalConfig, run_evaluation  # noqa: E402
 from awm_engine.llm_config import Endpoint  # noqa: E402
 from awm_engine.paths import sample_envs_dir  # noqa: E402
@@ -104,12 +105,6 @@ async def naive_rate(data_dir: str, scenario: str, tool: str, concurrency: int, 
         return count / (time.perf_counter() - started)
     finally:
         server.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> int:

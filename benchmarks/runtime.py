@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from awm_engine.catalog import Catalog  # noqa: E402
+from awm_engine.ports import free_port  # noqa: E402
 from awm_engine.paths import sample_envs_dir  # noqa: E402
 from awm_engine.pool import EnvPool  # noqa: E402
 from awm_engine.runtime import Episode, LoadedEnv, _thread_loop, current_episode  # noqa: E402
@@ -43,12 +43,6 @@ PY = sys.executable
 
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pick_tool(env: LoadedEnv) -> str:

@@ -1,6 +1,5 @@
 """Endpoint resolution: flags over named endpoints over environment variables; the fake-llm command."""
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -8,6 +7,7 @@ import time
 import pytest
 from openai import OpenAI
 
+from awm_engine.ports import free_port
 from awm_engine.llm_config import ConfigError, judge_endpoint, resolve_endpoint
 
 CONFIG = """
@@ -69,9 +69,7 @@ def test_fake_llm_command_serves_a_script(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"responses": [{"content": "hello"}, {"tool_calls": [
         {"name": "list_branches", "arguments": {"q": "x"}}]}]}))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "fake-llm", "--script", str(script),
                              "--port", str(port)], stderr=subprocess.DEVNULL)
     try:

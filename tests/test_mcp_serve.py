@@ -14,18 +14,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from awm_engine.catalog import Catalog
+from awm_engine.ports import free_port
 from awm_engine.cli import main as awm
 from awm_engine.runtime import Episode, LoadedEnv
 from awm_engine.templates import TemplateCache
 
 AWM = [sys.executable, "-m", "awm_engine.cli"]
 SCENARIO = "maple_library_lending"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening_addresses(port: int) -> set[str]:

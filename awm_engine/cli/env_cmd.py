@@ -72,11 +72,9 @@ async def _serve(args: argparse.Namespace) -> int:
     out = out.resolve()
     port = args.port
     if not args.stdio and port == 0:
-        import socket
+        from ..ports import free_port
 
-        with socket.socket() as probe:
-            probe.bind((HOST, 0))
-            port = probe.getsockname()[1]
+        port = free_port()
     pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log")
     await pool.start()
     try:
