@@ -43,6 +43,7 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
             await pilot.pause(0.5)
             assert isinstance(app.screen, ReplayScreen)
             assert app.screen.run.scenario == "maple_library_lending"
+            await app.workers.wait_for_complete()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -148,7 +148,7 @@ class EvalScreen(Screen):
         self.app.call_from_thread(self._show, view, summaries, metrics, expected, new)
 
     def _show(self, view: RunView, summaries, metrics, expected, new: int) -> None:
-        if view is not self.view:
+        if view is not self.view or not self.is_attached:
             return
         overall = metrics["overall"]
         done = len(summaries)

@@ -67,7 +67,8 @@ class ReplayScreen(Screen):
         self.materialize()
 
     def state(self, text: str) -> None:
-        self.query_one("#replay-state", Static).update(text)
+        if self.is_attached:  # a worker may finish after the screen was closed
+            self.query_one("#replay-state", Static).update(text)
 
     @work(exclusive=True, group="replay")
     async def materialize(self) -> None:
@@ -81,7 +82,8 @@ class ReplayScreen(Screen):
             "differs from the run's final.db (time-dependent values)"
         self.state(f"{len(self.run.steps)} steps · stop: {self.run.stop_reason} · re-execution {same} · "
                    "←/→ or j/k step")
-        self.show_step(self.current)
+        if self.is_attached:
+            self.show_step(self.current)
 
     def show_step(self, index: int) -> None:
         if not self.run.steps:

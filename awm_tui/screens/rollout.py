@@ -83,7 +83,8 @@ class RolloutScreen(Screen):
                 field.cursor_blink = False
 
     def state(self, text: str) -> None:
-        self.query_one("#state", Static).update(text)
+        if self.is_attached:  # the rollout worker may outlive the screen by a moment
+            self.query_one("#state", Static).update(text)
 
     def endpoint(self):
         choice = self.query_one("#endpoint", Select).value
