@@ -11,7 +11,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from textual.widgets import Input, OptionList  # noqa: E402
 
-from awm_engine.fake_llm import FakeLLMServer  # noqa: E402
+from awm_engine.agent.scripted_llm import FakeLLMServer  # noqa: E402
 from awm_tui.app import AwmApp  # noqa: E402
 from awm_tui.screens.play import PlayScreen  # noqa: E402
 from awm_tui.screens.rollout import RolloutScreen  # noqa: E402
@@ -117,8 +117,8 @@ async def rollout_and_replay(runs: Path) -> None:
 
 
 async def evaluations(runs: Path) -> None:
-    from awm_engine.evaluation import EvalConfig, run_evaluation
-    from awm_engine.paths import sample_envs_dir
+    from awm_engine.data.paths import sample_envs_dir
+    from awm_engine.eval.batch import EvalConfig, run_evaluation
 
     for policy in ("oracle", "immediate"):
         config = EvalConfig(data_dirs=[str(sample_envs_dir())], policy=policy, k=2, concurrency=8)

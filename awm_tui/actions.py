@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
-from awm_engine.llm_config import ConfigError, load_config
+from awm_engine.agent.endpoints import ConfigError, load_config
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from awm_engine.catalog import Catalog
+from awm_engine.data.catalog import Catalog
 
 from .actions import ACTIONS, bindings, user_keymap
 from .screens.catalog import CatalogScreen
@@ -85,7 +85,7 @@ class AwmApp(App):
     async def get_pool(self):
         """Environment worker processes (started on first use): environment code never runs in the TUI."""
         if self._pool is None:
-            from awm_engine.pool import EnvPool
+            from awm_engine.runtime.pool import EnvPool
 
             self._pool = EnvPool(workers=1)
             await self._pool.start()
@@ -96,7 +96,7 @@ class AwmApp(App):
             await self._pool.close()
 
     def judge_endpoint(self):
-        from awm_engine.llm_config import ConfigError, judge_endpoint
+        from awm_engine.agent.endpoints import ConfigError, judge_endpoint
 
         try:
             return judge_endpoint()

@@ -4,10 +4,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from awm_engine.catalog import Catalog
-from awm_engine.dbbuild import build_database
-from awm_engine.mcp_server import build_server, serve_http
-from awm_engine.runtime import Episode, LoadedEnv
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.build import build_database
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+from awm_engine.runtime.mcp_server import build_server, serve_http
 
 
 class Direct:

@@ -26,15 +26,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from awm_engine.catalog import Catalog  # noqa: E402
-from awm_engine.ports import free_port  # noqa: E402
-from awm_engine.evaluation import EvalConfig, run_evaluation  # noqa: E402
-from awm_engine.llm_config import Endpoint  # noqa: E402
-from awm_engine.paths import sample_envs_dir  # noqa: E402
-from awm_engine.results import read_records  # noqa: E402
-from awm_engine.rollout import AgentConfig  # noqa: E402
-from awm_engine.runtime import Episode, LoadedEnv  # noqa: E402
-from awm_engine.templates import TemplateCache  # noqa: E402
+from awm_engine.agent.endpoints import Endpoint  # noqa: E402
+from awm_engine.agent.rollout import AgentConfig  # noqa: E402
+from awm_engine.data.catalog import Catalog  # noqa: E402
+from awm_engine.data.paths import sample_envs_dir  # noqa: E402
+from awm_engine.db.templates import TemplateCache  # noqa: E402
+from awm_engine.eval.batch import EvalConfig, run_evaluation  # noqa: E402
+from awm_engine.eval.results import read_records  # noqa: E402
+from awm_engine.runtime.inprocess import Episode, LoadedEnv  # noqa: E402
+from awm_engine.runtime.ports import free_port  # noqa: E402
 
 
 def probe_tool(scenario, work: Path) -> str | None:
@@ -87,7 +87,7 @@ async def naive_rate(data_dir: str, scenario: str, tool: str, concurrency: int, 
     episode. Measured with ``concurrency`` callers on one server for ``seconds``."""
     from fastmcp import Client
 
-    from awm_engine.mcp_client import ServedEnvironment
+    from awm_engine.runtime.mcp_client import ServedEnvironment
 
     server = await ServedEnvironment(scenario, work / "naive", [data_dir]).start()
     count = 0

@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from awm_engine.catalog import Catalog  # noqa: E402
-from awm_engine.ports import free_port  # noqa: E402
-from awm_engine.paths import sample_envs_dir  # noqa: E402
-from awm_engine.pool import EnvPool  # noqa: E402
-from awm_engine.runtime import Episode, LoadedEnv, _thread_loop, current_episode  # noqa: E402
-from awm_engine.templates import TemplateCache  # noqa: E402
+from awm_engine.data.catalog import Catalog  # noqa: E402
+from awm_engine.data.paths import sample_envs_dir  # noqa: E402
+from awm_engine.db.templates import TemplateCache  # noqa: E402
+from awm_engine.runtime.inprocess import Episode, LoadedEnv, _thread_loop, current_episode  # noqa: E402
+from awm_engine.runtime.pool import EnvPool  # noqa: E402
+from awm_engine.runtime.ports import free_port  # noqa: E402
 
 console = Console(width=130)
 PY = sys.executable

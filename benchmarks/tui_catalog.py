@@ -32,8 +32,8 @@ FILES = ("gen_scenario.jsonl", "gen_tasks.jsonl", "gen_db.jsonl", "gen_sample.js
 
 
 def generate(n: int, out: Path) -> Path:
-    from awm_engine.names import normalize_scenario_name
-    from awm_engine.paths import sample_envs_dir
+    from awm_engine.data.names import normalize_scenario_name
+    from awm_engine.data.paths import sample_envs_dir
 
     src = sample_envs_dir()
     rows = {f: [json.loads(line) for line in (src / f).read_text().splitlines()] for f in FILES}
@@ -69,9 +69,8 @@ def naive_load(data: Path) -> float:
 
 
 async def measure_app(data: Path, n: int, word: str) -> tuple[float, list[float]]:
-    from awm_tui.widgets.virtual_table import VirtualTable
-
     from awm_tui.app import AwmApp
+    from awm_tui.widgets.virtual_table import VirtualTable
 
     started = time.perf_counter()
     app = AwmApp([str(data)], cursor_blink=False)
@@ -110,7 +109,7 @@ def main() -> int:
     size = sum((data / f).stat().st_size for f in FILES) / 1e6
     print(f"generated {args.n} scenarios ({size:.0f} MB of JSONL) in {time.perf_counter() - t:.1f}s")
     naive = naive_load(data)
-    from awm_engine.paths import sample_envs_dir
+    from awm_engine.data.paths import sample_envs_dir
 
     cold, _ = asyncio.run(measure_app(data, args.n, "lib"))
     warm, keys = asyncio.run(measure_app(data, args.n, "library 01"))

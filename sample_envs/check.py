@@ -20,8 +20,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from awm_engine.dbbuild import build_database  # noqa: E402
-from awm_engine.openapi_tools import http_call_for, tools_from_openapi  # noqa: E402
+from awm_engine.db.build import build_database  # noqa: E402
+from awm_engine.runtime.openapi_tools import http_call_for, tools_from_openapi  # noqa: E402
 
 
 def load_app(server_py: Path, db_file: Path, tag: str):

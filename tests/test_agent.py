@@ -5,15 +5,15 @@ import json
 
 import pytest
 
-from awm_engine.agent_format import parse_meta_turn, render_tool_list
-from awm_engine.catalog import Catalog
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.meta_protocol import parse_meta_turn, render_tool_list
+from awm_engine.agent.policies import LLMPolicy
+from awm_engine.agent.rollout import AgentConfig
+from awm_engine.agent.scripted_llm import FakeLLMServer
 from awm_engine.cli import main as awm
-from awm_engine.episode_run import make_policy, run_episode
-from awm_engine.fake_llm import FakeLLMServer
-from awm_engine.llm_config import Endpoint
-from awm_engine.policies import LLMPolicy
-from awm_engine.pool import EnvPool
-from awm_engine.rollout import AgentConfig
+from awm_engine.data.catalog import Catalog
+from awm_engine.eval.episode import make_policy, run_episode
+from awm_engine.runtime.pool import EnvPool
 
 TRAJECTORY_KEYS = {"scenario", "task_id", "task", "model", "api_url", "max_iterations", "temperature",
                    "total_iterations", "timestamp", "trajectory", "messages"}

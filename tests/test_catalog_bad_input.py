@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from awm_engine.catalog import Catalog
+from awm_engine.data.catalog import Catalog
 
 
 def write(path: Path, rows):

@@ -3,8 +3,8 @@ import json
 import subprocess
 import sys
 
-from awm_engine.catalog import Catalog
 from awm_engine.cli import main as awm
+from awm_engine.data.catalog import Catalog
 
 ROUTES_SCRIPT = """
 import json, os, sys, types

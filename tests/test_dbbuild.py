@@ -4,9 +4,9 @@ import sqlite3
 
 import pytest
 
-from awm_engine.catalog import Catalog
 from awm_engine.cli import main as awm
-from awm_engine.dbbuild import build_database, table_row_counts
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.build import build_database, table_row_counts
 
 
 def reference_build(path, db_schema, sample_data):

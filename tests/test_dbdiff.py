@@ -3,10 +3,10 @@ import json
 import sqlite3
 
 from awm_engine.cli import main as awm
-from awm_engine.dbbuild import build_database
-from awm_engine.dbdiff import diff_databases, snapshot
-from awm_engine.templates import TemplateCache
-from awm_engine.catalog import Catalog
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.build import build_database
+from awm_engine.db.diff import diff_databases, snapshot
+from awm_engine.db.templates import TemplateCache
 
 
 def make_db(path):

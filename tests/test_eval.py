@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from awm_engine.agent.scripted_llm import FakeLLMServer
 from awm_engine.cli import main as awm
-from awm_engine.fake_llm import FakeLLMServer
-from awm_engine.metrics import pass_at_k, pass_hat_k, summarize
-from awm_engine.results import ResultsIndex, read_records
+from awm_engine.eval.metrics import pass_at_k, pass_hat_k, summarize
+from awm_engine.eval.results import ResultsIndex, read_records
 
 AWM = [sys.executable, "-m", "awm_engine.cli"]
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from openai import OpenAI
 
-from awm_engine.ports import free_port
-from awm_engine.llm_config import ConfigError, judge_endpoint, resolve_endpoint
+from awm_engine.agent.endpoints import ConfigError, judge_endpoint, resolve_endpoint
+from awm_engine.runtime.ports import free_port
 
 CONFIG = """
 [endpoints.local]

@@ -13,11 +13,11 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from awm_engine.catalog import Catalog
-from awm_engine.ports import free_port
 from awm_engine.cli import main as awm
-from awm_engine.runtime import Episode, LoadedEnv
-from awm_engine.templates import TemplateCache
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+from awm_engine.runtime.ports import free_port
 
 AWM = [sys.executable, "-m", "awm_engine.cli"]
 SCENARIO = "maple_library_lending"
@@ -146,7 +146,7 @@ async def test_http_server_matches_in_process_and_binds_loopback(server):
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
     assert [c["tool"] for c in calls][:2] == ["list_my_loans", "list_branches"]
     if loan is not None and not loan.is_error:
-        from awm_engine.dbdiff import diff_databases
+        from awm_engine.db.diff import diff_databases
         assert not diff_databases(out / "initial.db", out / "final.db").is_empty
 
 
@@ -194,7 +194,7 @@ def test_env_test_cli(capsys):
 def test_a_served_environment_exits_with_its_parent(tmp_path):
     """A server started for a live rollout never outlives the process that started it (no orphans)."""
     script = ("import asyncio, os\n"
-              "from awm_engine.mcp_client import ServedEnvironment\n"
+              "from awm_engine.runtime.mcp_client import ServedEnvironment\n"
               "async def main():\n"
               f"    s = await ServedEnvironment('{SCENARIO}', r'{tmp_path / 'run'}').start()\n"
               "    print(s.proc.pid, flush=True)\n"

@@ -1,6 +1,6 @@
 import pytest
 
-from awm_engine.names import normalize_scenario_name
+from awm_engine.data.names import normalize_scenario_name
 
 
 @pytest.mark.parametrize("raw, key", [

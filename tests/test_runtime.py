@@ -6,19 +6,19 @@ import subprocess
 import sys
 
 import pytest
-
-from awm_engine.catalog import Catalog
-from awm_engine.envcode import EnvCodeError, analyze_fit, rewrite_code
-from awm_engine.pool import EnvLoadError, EnvPool
-from awm_engine.runtime import Episode, LoadedEnv
-from awm_engine.templates import TemplateCache
 from tinyenv import BOOM, DIRECT_ENGINE, ENVIRON, HANG, SLEEP, make_env_dir
+
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.envcode import EnvCodeError, analyze_fit, rewrite_code
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+from awm_engine.runtime.pool import EnvLoadError, EnvPool
 
 OPENAPI_SCRIPT = """
 import json, sys, types
 code = json.loads(open(sys.argv[1]).read())
-from awm_engine.envcode import exec_module
-from awm_engine.openapi_tools import tools_from_openapi
+from awm_engine.runtime.envcode import exec_module
+from awm_engine.runtime.openapi_tools import tools_from_openapi
 module, _ = exec_module(code, 'probe', sys.argv[2])
 print(json.dumps([t.name for t in tools_from_openapi(module.app.openapi())]))
 """
@@ -53,7 +53,7 @@ def test_rewrite_matches_the_reference_lines():
 def test_multiline_create_engine_breaks_like_the_reference(tmp_path):
     code = "from sqlalchemy import create_engine\nengine = create_engine(\n    'sqlite:///x.db',\n)\n"
     with pytest.raises(EnvCodeError, match="syntax error"):
-        from awm_engine.envcode import exec_module
+        from awm_engine.runtime.envcode import exec_module
         exec_module(code, "broken", str(tmp_path / "x.db"))
 
 

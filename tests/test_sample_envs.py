@@ -3,9 +3,9 @@ import importlib.util
 import json
 
 import pytest
-
-from awm_engine.catalog import Catalog
 from conftest import SAMPLE_ENVS
+
+from awm_engine.data.catalog import Catalog
 
 spec = importlib.util.spec_from_file_location("sample_build", SAMPLE_ENVS / "build.py")
 build = importlib.util.module_from_spec(spec)

@@ -245,9 +245,9 @@ def test_snapshot_help(snap_compare):
 
 
 async def test_health_column_shows_env_test_results(capsys):
-    from awm_engine.cli import main as awm
-
     import asyncio
+
+    from awm_engine.cli import main as awm
 
     assert await asyncio.to_thread(awm, ["env", "test", "--scenario", "maple_library_lending", "--workers", "1",
                                          "--json"]) == 0

@@ -6,11 +6,11 @@ import sqlite3
 from textual.app import App, ComposeResult
 from textual.widgets import Input, OptionList
 
-from awm_engine.catalog import Catalog
+from awm_engine.agent.scripted_llm import FakeLLMServer
 from awm_engine.cli import main as awm
-from awm_engine.dbdiff import diff_databases
-from awm_engine.episode_run import make_policy, run_episode
-from awm_engine.fake_llm import FakeLLMServer
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.diff import diff_databases
+from awm_engine.eval.episode import make_policy, run_episode
 from awm_tui.app import AwmApp
 from awm_tui.screens.play import PlayScreen, convert, is_flat, skeleton
 from awm_tui.screens.replay import ReplayScreen

@@ -1,7 +1,6 @@
 """The TUI starts headless on a data directory and filters as you type."""
-from awm_tui.widgets.virtual_table import VirtualTable
-
 from awm_tui.app import AwmApp
+from awm_tui.widgets.virtual_table import VirtualTable
 
 
 async def test_catalog_lists_and_filters_sample_envs():

@@ -4,12 +4,12 @@ import sqlite3
 
 import pytest
 
-from awm_engine.fake_llm import FakeLLMServer
-from awm_engine.judge import parse_judge_output, run_judge
-from awm_engine.llm_config import Endpoint
-from awm_engine.records import Verifier
-from awm_engine.rewards import RewardConfig
-from awm_engine.verify import run_verifier
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.scripted_llm import FakeLLMServer
+from awm_engine.data.records import Verifier
+from awm_engine.verify.judge import parse_judge_output, run_judge
+from awm_engine.verify.rewards import RewardConfig
+from awm_engine.verify.verification import run_verifier
 
 
 @pytest.fixture
@@ -157,7 +157,7 @@ def test_both_execution_paths(dbs, monkeypatch, use_host):
 
 
 def test_a_dead_host_is_restarted(dbs):
-    from awm_engine.verify import verifier_host
+    from awm_engine.verify.verification import verifier_host
 
     initial, final = dbs
     assert run_verifier(code_verifier(COUNT), initial, final, "yes").label == "complete"

@@ -1,4 +1,7 @@
-"""The ``awm`` command line. stdout carries data (tables or JSON); stderr carries narration.
+"""The ``awm`` command line: one module per verb group; it parses, calls the engine and prints.
+May import: every other engine subpackage (nothing in the engine imports it).
+
+stdout carries data (tables or JSON); stderr carries narration.
 
 Exit codes: 0 success, 1 the operation ran and failed, 2 bad usage or unusable input.
 """
@@ -7,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
-from .common import CliError, stderr
+from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
+from awm_engine.cli.common import CliError, stderr
 
 
 def build_parser() -> argparse.ArgumentParser:

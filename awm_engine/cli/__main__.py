@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from awm_engine.cli import main
 
 sys.exit(main())

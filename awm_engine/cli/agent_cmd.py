@@ -8,14 +8,14 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from ..episode_run import POLICIES, make_policy, run_episode
-from ..llm_config import ConfigError, judge_endpoint, resolve_endpoint
-from ..policies import PolicyError
-from ..pool import EnvLoadError
-from ..rewards import RewardConfig
-from ..rollout import AgentConfig, FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
-from ..verify import verify_run
-from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr
+from awm_engine.agent.endpoints import ConfigError, judge_endpoint, resolve_endpoint
+from awm_engine.agent.policies import PolicyError
+from awm_engine.agent.rollout import AgentConfig, FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
+from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr
+from awm_engine.eval.episode import POLICIES, make_policy, run_episode
+from awm_engine.runtime.pool import EnvLoadError
+from awm_engine.verify.rewards import RewardConfig
+from awm_engine.verify.verification import verify_run
 
 
 def add_endpoint_args(parser: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -176,7 +176,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_fake_llm(args: argparse.Namespace) -> int:
-    from ..fake_llm import ScriptError, load_script, serve
+    from awm_engine.agent.scripted_llm import ScriptError, load_script, serve
 
     try:
         load_script(args.script)
@@ -188,8 +188,8 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
 
 
 async def _replay(args: argparse.Namespace) -> int:
-    from ..pool import EnvPool
-    from ..replay import RunReplay
+    from awm_engine.agent.replay import RunReplay
+    from awm_engine.runtime.pool import EnvPool
 
     try:
         run = RunReplay(args.run_dir)

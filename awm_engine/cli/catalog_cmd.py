@@ -7,8 +7,8 @@ from dataclasses import asdict
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from ..catalog import Scenario
-from .common import add_data_arg, get_scenario, load_catalog, print_json, stdout
+from awm_engine.cli.common import add_data_arg, get_scenario, load_catalog, print_json, stdout
+from awm_engine.data.catalog import Scenario
 
 
 def register(verbs) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..catalog import Catalog
+from awm_engine.data.catalog import Catalog
 
 stdout = Console(soft_wrap=True)
 if not stdout.is_terminal:

@@ -9,9 +9,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from ..dbbuild import build_database
-from ..dbdiff import diff_databases
-from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.db.build import build_database
+from awm_engine.db.diff import diff_databases
 
 
 def register(verbs) -> None:

@@ -13,10 +13,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from ..envcode import rewrite_code
-from ..pool import EnvLoadError, EnvPool
-from ..runtime import DEFAULT_CALL_TIMEOUT
-from .common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.runtime.envcode import rewrite_code
+from awm_engine.runtime.inprocess import DEFAULT_CALL_TIMEOUT
+from awm_engine.runtime.pool import EnvLoadError, EnvPool
 
 
 def register(verbs) -> None:
@@ -60,7 +60,7 @@ def register(verbs) -> None:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from ..mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
+    from awm_engine.runtime.mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
 
     catalog = load_catalog(args, quiet=args.stdio)
     scenario = get_scenario(catalog, args.scenario)
@@ -72,7 +72,7 @@ async def _serve(args: argparse.Namespace) -> int:
     out = out.resolve()
     port = args.port
     if not args.stdio and port == 0:
-        from ..ports import free_port
+        from awm_engine.runtime.ports import free_port
 
         port = free_port()
     pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log")
@@ -126,7 +126,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..mcp_server import list_remote_tools
+    from awm_engine.runtime.mcp_server import list_remote_tools
 
     try:
         tools = asyncio.run(list_remote_tools(args.url, args.timeout))
@@ -176,7 +176,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 async def _test(args: argparse.Namespace) -> int:
-    from ..health import check_scenario
+    from awm_engine.runtime.health import check_scenario
 
     catalog = load_catalog(args, quiet=args.json)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)

@@ -10,16 +10,16 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from ..evaluation import EvalConfig, run_evaluation, write_metadata
-from ..llm_config import ConfigError, judge_endpoint, resolve_endpoint
-from ..metrics import ERROR_CLASSES
-from ..paths import sample_envs_dir
-from ..policies import PolicyError
-from ..results import ResultsIndex
-from ..rewards import RewardConfig
-from ..rollout import AgentConfig
-from .agent_cmd import add_endpoint_args
-from .common import CliError, add_data_arg, print_json, stderr, stdout
+from awm_engine.agent.endpoints import ConfigError, judge_endpoint, resolve_endpoint
+from awm_engine.agent.policies import PolicyError
+from awm_engine.agent.rollout import AgentConfig
+from awm_engine.cli.agent_cmd import add_endpoint_args
+from awm_engine.cli.common import CliError, add_data_arg, print_json, stderr, stdout
+from awm_engine.data.paths import sample_envs_dir
+from awm_engine.eval.batch import EvalConfig, run_evaluation, write_metadata
+from awm_engine.eval.metrics import ERROR_CLASSES
+from awm_engine.eval.results import ResultsIndex
+from awm_engine.verify.rewards import RewardConfig
 
 
 def register(verbs) -> None:

@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from awm_engine.catalog import Catalog
-from awm_engine.health import cached_health
+from awm_engine.data.catalog import Catalog
+from awm_engine.runtime.health import cached_health
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable

@@ -16,10 +16,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
 
-from awm_engine import codeinfo
-from awm_engine.catalog import Scenario
-from awm_engine.health import cached_health
-from awm_engine.templates import TemplateCache
+from awm_engine.data import codeinfo
+from awm_engine.data.catalog import Scenario
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.health import cached_health
 
 from ..actions import bindings
 

@@ -12,10 +12,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
-from awm_engine.catalog import Catalog
-from awm_engine.evaluation import EvalConfig, work_items
-from awm_engine.metrics import ERROR_CLASSES, error_class, summarize
-from awm_engine.results import ResultsIndex
+from awm_engine.data.catalog import Catalog
+from awm_engine.eval.batch import EvalConfig, work_items
+from awm_engine.eval.metrics import ERROR_CLASSES, error_class, summarize
+from awm_engine.eval.results import ResultsIndex
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable

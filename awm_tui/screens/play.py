@@ -10,14 +10,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import (Button, Footer, Header, Input, Label, OptionList, Static, TabbedContent, TabPane,
-                             TextArea)
+from textual.widgets import Button, Footer, Header, Input, Label, OptionList, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
-from awm_engine.catalog import Scenario
-from awm_engine.episode_run import default_run_dir
-from awm_engine.policies import AssistantTurn, HumanPolicy, NativeCall
-from awm_engine.rollout import AgentConfig, Rollout, RolloutFinished
+from awm_engine.agent.policies import AssistantTurn, HumanPolicy, NativeCall
+from awm_engine.agent.rollout import AgentConfig, Rollout, RolloutFinished
+from awm_engine.data.catalog import Scenario
+from awm_engine.eval.episode import default_run_dir
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript
@@ -39,7 +38,7 @@ def is_flat(schema: dict[str, Any]) -> bool:
 
 def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON skeleton of the arguments: examples where the schema has them, typed placeholders elsewhere."""
-    from awm_engine.health import example_arguments
+    from awm_engine.runtime.health import example_arguments
 
     out = example_arguments(schema)
     for name, prop in (schema.get("properties") or {}).items():

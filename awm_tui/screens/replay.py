@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from awm_engine.replay import RunReplay
+from awm_engine.agent.replay import RunReplay
 
 from ..actions import bindings
 from ..widgets.verdict import SideBySide, render_diff

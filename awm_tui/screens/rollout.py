@@ -10,12 +10,12 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Select, Static, TabbedContent, TabPane
 
-from awm_engine.catalog import Scenario
-from awm_engine.episode_run import default_run_dir
-from awm_engine.llm_config import ConfigError, endpoint_names, load_config, resolve_endpoint
-from awm_engine.mcp_client import McpEpisode, ServedEnvironment
-from awm_engine.policies import LLMPolicy
-from awm_engine.rollout import AgentConfig, FormatError, Observation, Rollout, RolloutFinished
+from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config, resolve_endpoint
+from awm_engine.agent.policies import LLMPolicy
+from awm_engine.agent.rollout import AgentConfig, FormatError, Observation, Rollout, RolloutFinished
+from awm_engine.data.catalog import Scenario
+from awm_engine.eval.episode import default_run_dir
+from awm_engine.runtime.mcp_client import McpEpisode, ServedEnvironment
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript

@@ -8,7 +8,15 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible, Static
 
-from awm_engine.rollout import FormatError, ModelTurn, Observation, RolloutFinished, RolloutStarted, StepEvent, ToolCall
+from awm_engine.agent.rollout import (
+    FormatError,
+    ModelTurn,
+    Observation,
+    RolloutFinished,
+    RolloutStarted,
+    StepEvent,
+    ToolCall,
+)
 
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from awm_engine.dbdiff import DbDiff, diff_databases
+from awm_engine.db.diff import DbDiff, diff_databases
 
 MAX_ROWS = 30
 
@@ -152,7 +152,7 @@ class SideBySide(Horizontal):
 
 async def verify_and_show(side: SideBySide, run_dir, app, env_errors: int, stop_reason: str | None):
     """Show the diff at once, verify the run (code mode, plus the judge when configured), show the verdict."""
-    from awm_engine.verify import verify_both
+    from awm_engine.verify.verification import verify_both
 
     diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
     side.show(diff, None, env_errors, stop_reason)

@@ -1,4 +1,4 @@
-"""A warm process that forks one child per verification (``python -m awm_engine.verifier_host``).
+"""A warm process that forks one child per verification (``python -m awm_engine.verify.host``).
 
 Starting a Python process for every verifier costs ~40 ms of CPU; forking a process that already
 imported what verifiers use costs a few. The host is started with a scrubbed environment; each
@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 
-from . import verifier_child  # noqa: F401 - imported before forking, so children start warm
+from awm_engine.verify import child as verifier_child  # noqa: F401 - imported before forking, so children start warm
 
 
 def _child(request_path: str, out_path: str) -> None:

@@ -23,15 +23,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog
-from .llm_config import Endpoint
-from .records import Verifier
-from .rewards import RewardConfig
-from .sandbox import scrubbed_env
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.data.catalog import Catalog
+from awm_engine.data.records import Verifier
+from awm_engine.sandbox.environment import scrubbed_env
+from awm_engine.verify.rewards import RewardConfig
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MEMORY_MB = 1024
-ROOT = str(Path(__file__).resolve().parent.parent)
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class HostError(Exception):
@@ -47,7 +47,7 @@ class VerifierHost:
         self.waiters: dict[str, list] = {}
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_host"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verify.host"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
                                      env=scrubbed_env({"PYTHONPATH": ROOT}), cwd=tempfile.gettempdir())
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
@@ -105,7 +105,7 @@ def verifier_host() -> VerifierHost | None:
 
 def _spawn(request: Path, out: Path, timeout: float, cwd: str) -> tuple[str, int | None, str]:
     """One fresh interpreter for this verifier (the fallback)."""
-    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verifier_child", str(request), str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verify.child", str(request), str(out)],
                             cwd=cwd, env=scrubbed_env({"PYTHONPATH": ROOT}), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -240,7 +240,7 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
                      judge: Endpoint | None = None, rewards: RewardConfig | None = None,
                      timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB) -> VerifyReport:
     """Verify a run directory (trajectory.json, initial.db, final.db) and write verify files into it."""
-    from .judge import run_judge
+    from awm_engine.verify.judge import run_judge
 
     run_dir = Path(run_dir)
     rewards = rewards or RewardConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .records import Tool, ToolParam
+from awm_engine.data.records import Tool, ToolParam
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 _ROUTE_DECORATOR = re.compile(r"^[ \t]*@\w+\.(?:get|post|put|patch|delete)\(", re.MULTILINE)

@@ -1,6 +1,6 @@
 """An environment worker process: hosts loaded scenarios and their episodes, answers JSON-line requests.
 
-Started by ``pool.EnvPool`` as ``python -m awm_engine.worker --fd N`` with a scrubbed environment;
+Started by ``pool.EnvPool`` as ``python -m awm_engine.runtime.worker --fd N`` with a scrubbed environment;
 requests and answers travel over the socket on fd N, one JSON object per line; the process's own
 stdout/stderr go to a log file, so whatever generated code prints never corrupts the protocol.
 """
@@ -15,8 +15,8 @@ import sys
 import traceback
 from typing import Any
 
-from .envcode import EnvCodeError
-from .runtime import Episode, LoadedEnv
+from awm_engine.runtime.envcode import EnvCodeError
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
 
 
 class WorkerState:

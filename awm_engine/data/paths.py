@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the awm_engine package
 
 
 def sample_envs_dir() -> Path:

@@ -16,15 +16,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .catalog import Catalog
-from .episode_run import make_policy, run_episode
-from .llm_config import Endpoint
-from .metrics import summarize
-from .policies import LLMPolicy, PolicyError
-from .pool import EnvLoadError, EnvPool
-from .results import ResultsIndex, ResultsWriter, compact, rollout_id
-from .rewards import RewardConfig
-from .rollout import AgentConfig
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.policies import LLMPolicy, PolicyError
+from awm_engine.agent.rollout import AgentConfig
+from awm_engine.data.catalog import Catalog
+from awm_engine.eval.episode import make_policy, run_episode
+from awm_engine.eval.metrics import summarize
+from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
+from awm_engine.runtime.pool import EnvLoadError, EnvPool
+from awm_engine.verify.rewards import RewardConfig
 
 
 @dataclass

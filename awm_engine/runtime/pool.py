@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import Scenario
-from .runtime import DEFAULT_CALL_TIMEOUT, ToolResult
-from .sandbox import scrubbed_env
-from .templates import TemplateCache
+from awm_engine.data.catalog import Scenario
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.inprocess import DEFAULT_CALL_TIMEOUT, ToolResult
+from awm_engine.sandbox.environment import scrubbed_env
 
 KILL_GRACE = 5.0
 
@@ -63,9 +63,9 @@ class WorkerProcess:
     async def start(self) -> None:
         parent, child = socket.socketpair()
         log = open(self.log_path, "ab")
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])
         env = scrubbed_env({"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)})
-        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.worker", "--fd", str(child.fileno())],
+        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.runtime.worker", "--fd", str(child.fileno())],
                                      pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=log, start_new_session=True, cwd=str(self.cwd))
         child.close()

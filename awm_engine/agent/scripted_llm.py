@@ -156,7 +156,7 @@ class FakeLLMServer:
     """Runs the scripted server on 127.0.0.1 in a background thread (``with FakeLLMServer(script) as url``)."""
 
     def __init__(self, script: dict[str, Any] | Path | str, port: int = 0):
-        from .ports import free_port
+        from awm_engine.runtime.ports import free_port
 
         self.app = create_app(script)
         port = port or free_port()

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from . import codeinfo
-from .jsonl import JsonlError, iter_jsonl, read_line_at
-from .names import normalize_scenario_name
-from .paths import cache_dir, sample_envs_dir
-from .records import Column, ForeignKey, LoadIssue, RowRef, Table, Task, Tool, Verifier, VERIFIER_MODES
+from awm_engine.data import codeinfo
+from awm_engine.data.jsonl import JsonlError, iter_jsonl, read_line_at
+from awm_engine.data.names import normalize_scenario_name
+from awm_engine.data.paths import cache_dir, sample_envs_dir
+from awm_engine.data.records import VERIFIER_MODES, Column, ForeignKey, LoadIssue, RowRef, Table, Task, Tool, Verifier
 
 FILES = {
     "scenario": "gen_scenario.jsonl",

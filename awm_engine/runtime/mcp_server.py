@@ -13,7 +13,8 @@ from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.server.middleware import Middleware
-from fastmcp.tools.base import Tool, ToolResult as McpToolResult
+from fastmcp.tools.base import Tool
+from fastmcp.tools.base import ToolResult as McpToolResult
 from mcp.types import TextContent
 from pydantic import PrivateAttr
 

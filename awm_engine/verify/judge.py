@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .llm_config import Endpoint
+from awm_engine.agent.endpoints import Endpoint
 
 JUDGE_LABELS = ("complete", "incomplete", "server_error", "agent_error")
 VALID = set(JUDGE_LABELS) | {"judge_error"}

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .agent_format import display_name
-from .llm_config import Endpoint
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.meta_protocol import display_name
 
 
 class PolicyError(Exception):

@@ -8,14 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog, Scenario
-from .llm_config import Endpoint
-from .policies import (HumanPolicy, ImmediatePolicy, LLMPolicy, OraclePolicy, Policy, PolicyError,
-                       ReplayPolicy, TerminalHumanPolicy)
-from .pool import EnvPool
-from .rewards import RewardConfig
-from .rollout import AgentConfig, Rollout, RolloutFinished
-from .verify import VerifyReport, verify_run
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.policies import (
+    HumanPolicy,
+    ImmediatePolicy,
+    LLMPolicy,
+    OraclePolicy,
+    Policy,
+    PolicyError,
+    ReplayPolicy,
+    TerminalHumanPolicy,
+)
+from awm_engine.agent.rollout import AgentConfig, Rollout, RolloutFinished
+from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.runtime.pool import EnvPool
+from awm_engine.verify.rewards import RewardConfig
+from awm_engine.verify.verification import VerifyReport, verify_run
 
 POLICIES = ("llm", "oracle", "replay", "immediate", "human")
 

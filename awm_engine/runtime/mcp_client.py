@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .ports import free_port
-from .runtime import ToolResult
+from awm_engine.runtime.inprocess import ToolResult
+from awm_engine.runtime.ports import free_port
 
 
 class ServedEnvironment:
@@ -46,7 +46,7 @@ class ServedEnvironment:
             args += ["--timeout", str(self.call_timeout)]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.run_dir / "serve.log", "ab")
-        from .sandbox import scrubbed_env
+        from awm_engine.sandbox.environment import scrubbed_env
 
         # the server needs no secrets: it only hosts the episode (its code runs in scrubbed workers anyway)
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,

@@ -15,9 +15,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, ClassVar
 
-from .agent_format import (SYSTEM_PROMPT, FormatIssue, ParsedCall, observation_text, parse_meta_turn,
-                           render_tool_list, robust_json, strip_tool_prefixes)
-from .policies import AssistantTurn, Policy, PolicyError
+from awm_engine.agent.meta_protocol import (
+    SYSTEM_PROMPT,
+    FormatIssue,
+    ParsedCall,
+    observation_text,
+    parse_meta_turn,
+    render_tool_list,
+    robust_json,
+    strip_tool_prefixes,
+)
+from awm_engine.agent.policies import AssistantTurn, Policy, PolicyError
 
 STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
 

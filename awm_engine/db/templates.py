@@ -7,11 +7,10 @@ import threading
 import uuid
 from pathlib import Path
 
-from .catalog import Scenario
-from .dbbuild import BuildReport, build_database
-from .dbdiff import copy_database
-from .paths import cache_dir
-
+from awm_engine.data.catalog import Scenario
+from awm_engine.data.paths import cache_dir
+from awm_engine.db.build import BuildReport, build_database
+from awm_engine.db.diff import copy_database
 
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()

@@ -29,9 +29,9 @@ from jsonschema.exceptions import best_match
 from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
-from . import envcode
-from .asgi_call import asgi_request, encode_request, response_text
-from .openapi_tools import ToolSpec, http_call_for, tools_from_openapi
+from awm_engine.runtime import envcode
+from awm_engine.runtime.asgi_call import asgi_request, encode_request, response_text
+from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, tools_from_openapi
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
 DEFAULT_CALL_TIMEOUT = 10.0

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .agent_format import parse_meta_turn
-from .catalog import Catalog
-from .dbdiff import DbDiff, diff_databases, snapshot
+from awm_engine.agent.meta_protocol import parse_meta_turn
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.diff import DbDiff, diff_databases, snapshot
 
 
 @dataclass

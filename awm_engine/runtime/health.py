@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .catalog import Scenario
-from .paths import cache_dir
-from .pool import EnvLoadError, EnvPool
+from awm_engine.data.catalog import Scenario
+from awm_engine.data.paths import cache_dir
+from awm_engine.runtime.pool import EnvLoadError, EnvPool
 
 
 @dataclass
