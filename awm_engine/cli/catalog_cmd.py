@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 
 from awm_engine.cli.common import add_data_arg, get_scenario, load_catalog, print_json, stdout
 from awm_engine.data.catalog import Scenario
+from awm_engine.data.catalog_rows import CatalogRow
 
 
 def register(verbs) -> None:
@@ -26,29 +27,20 @@ def register(verbs) -> None:
     show.set_defaults(func=cmd_show)
 
 
-def summary(s: Scenario) -> dict:
-    return {"scenario": s.key, "name": s.name, "tables": s.table_count, "tools": s.tool_count,
-            "tasks": len(s.tasks), "sample_rows": s.insert_count,
-            "verifiers": {"sql": s.verifier_coverage("sql"), "code": s.verifier_coverage("code")},
-            "reference_solutions": len(s.solution_refs), "data_dir": str(s.data_dir),
-            "issues": [str(i) for i in s.issues]}
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json)
-    rows = [summary(s) for s in catalog]
+    rows = [CatalogRow.from_scenario(s) for s in catalog]
     if args.json:
-        print_json({"scenarios": rows, "issues": [str(i) for i in catalog.issues]})
+        print_json({"scenarios": [r.to_dict() for r in rows], "issues": [str(i) for i in catalog.issues]})
         return 0
     table = RichTable(title=f"{len(rows)} environments")
     for col in ("scenario", "tables", "tools", "tasks", "rows", "sql verifiers", "code verifiers", "solutions"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in rows:
-        n = r["tasks"]
-        table.add_row(escape(r["scenario"]), str(r["tables"] if r["tables"] is not None else "-"),
-                      str(r["tools"] if r["tools"] is not None else "-"), str(n), str(r["sample_rows"] or "-"),
-                      f"{r['verifiers']['sql']}/{n}", f"{r['verifiers']['code']}/{n}",
-                      str(r["reference_solutions"] or "-"), style="red" if r["issues"] else None)
+        table.add_row(escape(r.scenario), str(r.tables if r.tables is not None else "-"),
+                      str(r.tools if r.tools is not None else "-"), str(r.tasks), str(r.sample_rows or "-"),
+                      r.coverage("sql"), r.coverage("code"), str(r.reference_solutions or "-"),
+                      style="red" if r.issues else None)
     stdout.print(table)
     return 0
 
@@ -56,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def details(s: Scenario) -> dict:
     tools = s.tools()
     return {
-        **summary(s), "description": s.description,
+        **CatalogRow.from_scenario(s).to_dict(), "description": s.description,
         "tables": [{"name": t.name, "columns": [asdict(c) for c in t.columns],
                     "primary_key": t.primary_key, "foreign_keys": [asdict(f) for f in t.foreign_keys],
                     "indexes": t.indexes, "error": t.error} for t in s.tables()],

@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from awm_engine.data.catalog import Catalog
+from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.data.catalog_rows import CatalogRow
 from awm_engine.runtime.health import cached_health
 
 from ..actions import bindings
@@ -20,32 +21,38 @@ WIDTHS = (34, 34, 6, 5, 5, 7, 7, 14)  # fixed widths: the table never measures 1
 
 @dataclass
 class Row:
-    key: str
-    name: str
-    tables: int
-    tools: int
-    tasks: int
-    sql: str
-    code: str
+    """A listed environment: the engine's catalog row and the health cell."""
+
+    data: CatalogRow
     health: str
 
+    @property
+    def key(self) -> str:
+        return self.data.scenario
+
+    @property
+    def name(self) -> str:
+        return self.data.name
+
     def cells(self) -> tuple:
-        return (self.key, self.name, self.tables, self.tools, self.tasks, self.sql, self.code, self.health)
+        d = self.data
+        return (d.scenario, d.name, d.tables or 0, d.tools or 0, d.tasks, d.coverage("sql"), d.coverage("code"),
+                self.health)
+
+
+def health_cell(s: Scenario) -> str:
+    """The last ``awm env test`` of the scenario's code (``—`` when never tested), or ``data errors``."""
+    if s.issues:
+        return "data errors"
+    health = cached_health(s)
+    status = health.get("status", "?") if health else "—"
+    if health and health.get("loads"):
+        status = f"{status} {health.get('calls_ok', 0)}/{health.get('get_tools', 0)}"
+    return status
 
 
 def catalog_rows(catalog: Catalog) -> list[Row]:
-    rows = []
-    for s in catalog:
-        n = len(s.tasks)
-        health = cached_health(s)
-        status = health.get("status", "?") if health else "—"
-        if health and health.get("loads"):
-            status = f"{status} {health.get('calls_ok', 0)}/{health.get('get_tools', 0)}"
-        if s.issues:
-            status = "data errors"
-        rows.append(Row(s.key, s.name, s.table_count or 0, s.tool_count or 0, n,
-                        f"{s.verifier_coverage('sql')}/{n}", f"{s.verifier_coverage('code')}/{n}", status))
-    return rows
+    return [Row(CatalogRow.from_scenario(s), health_cell(s)) for s in catalog]
 
 
 class CatalogScreen(Screen):
