@@ -10,6 +10,8 @@ from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.run_formats import RunFormatError
+from awm_engine.eval.runs import find_rollout_runs
 
 from .actions import ACTIONS, bindings, user_keymap
 from .screens.catalog import CatalogScreen
@@ -105,8 +107,7 @@ class AwmApp(App):
             return None
 
     def recent_runs(self, limit: int = 50) -> list[Path]:
-        found = [p.parent for sub in ("agents", "play", "eval") for p in (self.runs_root / sub).glob("**/trajectory.json")]
-        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
+        return find_rollout_runs(self.runs_root, limit)
 
     def open_evaluations(self, selected: Path | str | None = None) -> None:
         from .screens.evals import EvalScreen
@@ -117,7 +118,7 @@ class AwmApp(App):
     def open_replay(self, run_dir: Path | str) -> None:
         try:
             self.push_screen(ReplayScreen(run_dir))
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, RunFormatError) as exc:  # no run there, or a newer awm's run
             self.notify(str(exc), title="replay", severity="error")
 
     def open_environment(self, key: str) -> None:

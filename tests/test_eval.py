@@ -11,8 +11,12 @@ import pytest
 
 from awm_engine.agent.scripted_llm import FakeLLMServer
 from awm_engine.cli import main as awm
+from awm_engine.eval.batch import EvalConfig
 from awm_engine.eval.metrics import pass_at_k, pass_hat_k, summarize
+from awm_engine.eval.report import COMPARED, aggregates, compare_runs, fmt, markdown, pass_ks, run_metadata
 from awm_engine.eval.results import ResultsIndex, read_records
+from awm_engine.eval.runs import NotAnEvalRun, find_eval_runs, find_rollout_runs, list_eval_runs
+from awm_tui.app import AwmApp
 
 AWM = [sys.executable, "-m", "awm_engine.cli"]
 
@@ -168,3 +172,73 @@ def test_results_index_is_incremental_and_ignores_torn_lines(tmp_path):
         fh.write(json.dumps({"id": "s/0/0", "scenario": "s", "task_id": 0, "reward": 0.5}) + "\n")
     assert index.refresh() == 2 and len(index) == 2
     assert index.entries["s/0/0"].summary["reward"] == 0.5  # the last line per id wins
+
+
+def _record(scenario: str, task: int, sample: int, reward: float, label: str) -> dict:
+    return {"id": f"{scenario}/{task}/{sample}", "scenario": scenario, "task_id": task, "sample": sample,
+            "status": "ok", "reward": reward, "label": label, "has_verdict": True, "stop_reason": "final_answer"}
+
+
+def _write_run(path: Path, policy: str, records: list[dict]) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(EvalConfig(data_dirs=[], policy=policy, k=2).to_dict()))
+    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_reports_are_computed_in_the_engine(tmp_path):
+    a = _write_run(tmp_path / "a", "oracle", [_record("s", 0, 0, 1.0, "complete"), _record("s", 0, 1, 1.0, "complete"),
+                                              _record("t", 0, 0, 0.0, "agent_error")])
+    b = _write_run(tmp_path / "b", "immediate", [_record("s", 0, 0, 0.1, "incomplete")])
+    meta = run_metadata(a)  # no metadata.json yet: computed and written
+    assert (a / "metadata.json").is_file() and meta["rollouts"] == 3 and meta["model"] == "oracle"
+    assert meta["overall"]["mean_reward"] == pytest.approx(2 / 3)
+    assert run_metadata(a) == json.loads((a / "metadata.json").read_text())  # up to date: read back as is
+    with open(a / "results.jsonl", "a") as fh:  # a new line makes it stale: recomputed
+        fh.write(json.dumps(_record("t", 0, 1, 1.0, "complete")) + "\n")
+    assert run_metadata(a)["rollouts"] == 4
+    md = markdown(run_metadata(a))
+    assert md.startswith("# oracle (k = 2)\n") and "| s | 2 | 1.000 | 1.000 |" in md and "| **overall** | 4 |" in md
+    assert pass_ks(run_metadata(a)) == ["1", "2"]
+    assert [name for name, _ in aggregates(run_metadata(a))] == ["s", "t", "overall"]
+    assert fmt(None) == "-" and fmt(float("nan")) == "-" and fmt(0.5) == "0.500" and fmt(3) == "3"
+    data = compare_runs(a, b)
+    assert data["a"] == {"run": str(a), "model": "oracle"} and data["b"]["model"] == "immediate"
+    rows = {r["scenario"]: r for r in data["rows"]}
+    assert list(rows) == ["s", "t", "overall"]
+    assert rows["s"]["mean_reward"] == {"a": 1.0, "b": 0.1, "delta": pytest.approx(-0.9)}
+    assert rows["t"]["completion_rate"] == {"a": 0.5, "b": None, "delta": None}
+    assert set(rows["overall"]) == {"scenario", *COMPARED}
+    with pytest.raises(NotAnEvalRun, match="is not an evaluation run"):
+        run_metadata(tmp_path)
+
+
+def test_one_run_discovery(tmp_path):
+    root = tmp_path / "eval"
+    old = _write_run(root / "old", "oracle", [_record("s", 0, 0, 1.0, "complete")])
+    nested = _write_run(root / "group" / "new", "immediate", [])
+    (root / "empty").mkdir(parents=True)
+    (root / "empty" / "config.json").write_text("{}")  # neither results nor metadata: not a run
+    _write_run(root / "a" / "b" / "too_deep", "oracle", [])
+    os.utime(old, (1, 1))
+    assert find_eval_runs(root) == [nested, old]  # by path
+    assert find_eval_runs(root, newest_first=True) == [nested, old]
+    os.utime(nested, (0, 0))
+    assert find_eval_runs(root, newest_first=True) == [old, nested]
+    runs = list_eval_runs(root)
+    assert [r["run_dir"] for r in runs] == [str(nested), str(old)]
+    assert runs[1] == {"run_dir": str(old), "model": "oracle", "k": 2, "created": EvalConfig.load(old).created,
+                       "rollouts": 0, "running": None, "mean_reward": None}  # no metadata.json yet
+    run_metadata(old)
+    assert list_eval_runs(root)[1]["rollouts"] == 1 and list_eval_runs(root)[1]["mean_reward"] == 1.0
+
+    outputs = tmp_path / "outputs"
+    made = []
+    for i, rel in enumerate(["agents/x", "play/y", "eval/run/rollouts/s/0_0", "servers/z"]):
+        (outputs / rel).mkdir(parents=True)
+        (outputs / rel / "trajectory.json").write_text("{}")
+        os.utime(outputs / rel, (i + 10, i + 10))
+        made.append(outputs / rel)
+    assert find_rollout_runs(outputs) == [made[2], made[1], made[0]]  # newest first; never outside agents/play/eval
+    assert find_rollout_runs(outputs, limit=1) == [made[2]]
+    assert AwmApp(None, runs_root=outputs).recent_runs(2) == [made[2], made[1]]

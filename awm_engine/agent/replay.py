@@ -16,6 +16,7 @@ from typing import Any
 
 from awm_engine.agent.meta_protocol import parse_meta_turn
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.run_formats import EVENTS, TRAJECTORY
 from awm_engine.db.diff import DbDiff, diff_databases, snapshot
 
 
@@ -41,7 +42,7 @@ class ReplayStep:
 def _steps_from_events(path: Path) -> list[ReplayStep]:
     steps: dict[int, ReplayStep] = {}
     for line in path.read_text().splitlines():
-        event = json.loads(line)
+        event = EVENTS.check(json.loads(line), path)
         kind, it = event.get("type"), event.get("iteration")
         if kind == "model_turn":
             steps[it] = ReplayStep(len(steps), it, event.get("content") or "")
@@ -82,11 +83,11 @@ def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:
 class RunReplay:
     def __init__(self, run_dir: Path | str):
         self.run_dir = Path(run_dir)
-        path = self.run_dir / "trajectory.json"
+        path = self.run_dir / TRAJECTORY.file
         if not path.is_file():
             raise FileNotFoundError(f"{self.run_dir} has no trajectory.json")
-        self.trajectory = json.loads(path.read_text())
-        events = self.run_dir / "events.jsonl"
+        self.trajectory = TRAJECTORY.read(path)
+        events = self.run_dir / EVENTS.file
         self.steps = _steps_from_events(events) if events.is_file() else _steps_from_trajectory(self.trajectory)
         self.scenario = self.trajectory.get("scenario")
         self.task_id = self.trajectory.get("task_id")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, ClassVar
+from typing import Any, AsyncIterator
 
 from awm_engine.agent.meta_protocol import (
     SYSTEM_PROMPT,
@@ -26,6 +26,9 @@ from awm_engine.agent.meta_protocol import (
     strip_tool_prefixes,
 )
 from awm_engine.agent.policies import AssistantTurn, Policy, PolicyError
+# the step events are defined with the run formats (events.jsonl); importing them from here keeps working
+from awm_engine.data.run_formats import (TRAJECTORY, FormatError, ModelTurn, Observation, RolloutFinished,
+                                         RolloutStarted, StepEvent, ToolCall)
 
 STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
 
@@ -47,84 +50,6 @@ class AgentConfig:
         data = asdict(self)
         data.pop("system_prompt")
         return data
-
-
-# -- events ------------------------------------------------------------------------------------
-
-@dataclass
-class StepEvent:
-    type: ClassVar[str] = "event"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "time": time.time(), **asdict(self)}
-
-
-@dataclass
-class RolloutStarted(StepEvent):
-    type: ClassVar[str] = "rollout_started"
-    scenario: str
-    task_id: int | None
-    task: str
-    policy: str
-    mode: str
-    tools: int
-    run_dir: str
-
-
-@dataclass
-class ModelTurn(StepEvent):
-    type: ClassVar[str] = "model_turn"
-    iteration: int
-    content: str
-    native_tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
-    latency_ms: float = 0.0
-    reasoning: str | None = None
-
-
-@dataclass
-class ToolCall(StepEvent):
-    type: ClassVar[str] = "tool_call"
-    iteration: int
-    call_id: str
-    name: str  # list_tools | call_tool | a native tool name
-    tool: str | None
-    arguments: Any
-
-
-@dataclass
-class Observation(StepEvent):
-    type: ClassVar[str] = "observation"
-    iteration: int
-    call_id: str
-    tool: str | None
-    text: str
-    is_error: bool = False
-    error_kind: str | None = None
-    status: int | None = None
-    elapsed_ms: float = 0.0
-
-
-@dataclass
-class FormatError(StepEvent):
-    type: ClassVar[str] = "format_error"
-    iteration: int
-    kind: str
-    detail: str
-
-
-@dataclass
-class RolloutFinished(StepEvent):
-    type: ClassVar[str] = "rollout_finished"
-    stop_reason: str
-    final_answer: str
-    iterations: int
-    tool_calls: int
-    format_errors: int
-    env_errors: int
-    elapsed_s: float
-    error: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
 
 
 # -- the runner --------------------------------------------------------------------------------
@@ -364,6 +289,7 @@ class Rollout:
     # -- trajectory.json -----------------------------------------------------------------------
     def _write_trajectory(self, finished: RolloutFinished | None) -> None:
         data = {
+            "format_version": TRAJECTORY.version,
             "scenario": self.scenario, "task_id": self.task_id, "task": self.task,
             "model": self.meta.get("model", self.policy.name), "api_url": self.meta.get("api_url", ""),
             "max_iterations": self.config.max_turns, "temperature": self.meta.get("temperature", 1.0),

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
-from awm_engine.cli.common import CliError, stderr
+from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CliError as exc:
+    except (CliError, *INPUT_ERRORS) as exc:
         stderr.print(f"[red]error:[/red] {exc}", highlight=False)
-        return exc.code
+        return getattr(exc, "code", 2)
     except KeyboardInterrupt:
         stderr.print("interrupted")
         return 130

@@ -8,21 +8,16 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from awm_engine.agent.endpoints import ConfigError, judge_endpoint, resolve_endpoint
+from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
-from awm_engine.agent.rollout import AgentConfig, FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
+from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
 from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr
+from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
+from awm_engine.cli.options import judge_from_args as _judge
 from awm_engine.eval.episode import POLICIES, make_policy, run_episode
 from awm_engine.runtime.pool import EnvLoadError
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import verify_run
-
-
-def add_endpoint_args(parser: argparse.ArgumentParser, prefix: str = "") -> None:
-    dash = f"--{prefix}-" if prefix else "--"
-    parser.add_argument(f"{dash}endpoint", metavar="NAME", help="a named endpoint from the awm config file")
-    parser.add_argument(f"{dash}model", metavar="M")
-    parser.add_argument(f"{dash}base-url", metavar="URL", help="OpenAI-compatible base URL (or OPENAI_BASE_URL)")
 
 
 def register(verbs) -> None:
@@ -35,22 +30,8 @@ def register(verbs) -> None:
     run.add_argument("--task", type=int, required=True, help="0-based task index")
     run.add_argument("--policy", choices=list(POLICIES), default="llm",
                      help="llm, oracle, replay, immediate, or human (type the tool calls yourself)")
-    add_endpoint_args(run)
-    run.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
-    run.add_argument("--mode", choices=["meta", "native"], default=None, help="tool protocol (default: meta)")
     run.add_argument("--replay", metavar="RUN_DIR", help="with --policy replay: the run to replay")
-    run.add_argument("--max-turns", type=int, default=20)
-    run.add_argument("--window", type=int, default=None, help="history window w (keep the last w turns)")
-    run.add_argument("--temperature", type=float, default=None)
-    run.add_argument("--max-tokens", type=int, default=None)
-    run.add_argument("--call-timeout", type=float, default=None, help="per tool call, seconds (default 10)")
-    run.add_argument("--episode-timeout", type=float, default=900.0)
-    run.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
-    run.add_argument("--tool-names", choices=["reference", "prefixed", "plain"], default="reference",
-                     help="how list_tools shows tool names (meta mode)")
-    run.add_argument("--verify", choices=["code", "sql", "none"], default="code",
-                     help="verify after the rollout (sql uses the LLM judge when one is configured)")
-    add_endpoint_args(run, "judge")
+    add_agent_args(run)
     run.add_argument("--out", metavar="DIR", help="run directory (default outputs/agents/<time>_<scenario>_task_N)")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.add_argument("--quiet", action="store_true", help="no live transcript on stderr")
@@ -76,14 +57,6 @@ def register(verbs) -> None:
     fake.add_argument("--script", required=True, metavar="FILE")
     fake.add_argument("--port", type=int, default=8000)
     fake.set_defaults(func=cmd_fake_llm)
-
-
-def _judge(args, prefix: str = "judge"):
-    try:
-        return judge_endpoint(name=getattr(args, f"{prefix}_endpoint"), base_url=getattr(args, f"{prefix}_base_url"),
-                              model=getattr(args, f"{prefix}_model"))
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
 
 
 def _print_event(event) -> None:
@@ -113,8 +86,7 @@ async def _agent_run(args: argparse.Namespace) -> int:
     endpoint = None
     try:
         if args.policy == "llm":
-            endpoint = resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode,
-                                        temperature=args.temperature, max_tokens=args.max_tokens)
+            endpoint = endpoint_from_args(args)
         mode = args.mode or (endpoint.mode if endpoint else "meta")
         if args.policy == "human":
             mode = "native"  # the person's calls are structured; no <tool_call> text to write
@@ -123,9 +95,7 @@ async def _agent_run(args: argparse.Namespace) -> int:
                              endpoint, args.replay, args.tool_names)
     except (ConfigError, PolicyError) as exc:
         raise CliError(str(exc)) from None
-    config = AgentConfig(mode=mode, max_turns=args.max_turns, history_window=args.window,
-                         call_timeout=args.call_timeout, episode_timeout=args.episode_timeout,
-                         on_format_error=args.on_format_error, tool_name_style=args.tool_names)
+    config = agent_config_from_args(args, mode)
     meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
             "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}
     verify_mode = None if args.verify == "none" else args.verify

@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.run_formats import RunFormatError
+from awm_engine.eval.runs import NotAnEvalRun
 
 stdout = Console(soft_wrap=True)
 if not stdout.is_terminal:
@@ -20,6 +22,11 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.code = code
+
+
+# engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run):
+# every verb reports them like a CliError, as ``error: …`` with exit code 2
+INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun)
 
 
 def add_data_arg(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,40 +20,12 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.run_formats import METADATA, EvalConfig  # EvalConfig is defined with the run formats
 from awm_engine.eval.episode import make_policy, run_episode
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
 from awm_engine.runtime.pool import EnvLoadError, EnvPool
 from awm_engine.verify.rewards import RewardConfig
-
-
-@dataclass
-class EvalConfig:
-    data_dirs: list[str]
-    scenarios: list[str] | None = None
-    tasks: list[int] | None = None
-    policy: str = "llm"
-    endpoint: dict[str, Any] | None = None  # Endpoint.public() (never the key)
-    k: int = 1
-    concurrency: int = 8
-    workers: int | None = None
-    verify: str = "code"  # code | sql | none
-    judge: dict[str, Any] | None = None
-    agent: dict[str, Any] = field(default_factory=lambda: AgentConfig().to_dict())
-    rewards: dict[str, float] = field(default_factory=lambda: RewardConfig().to_dict())
-    pass_threshold: float = 0.5
-    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EvalConfig":
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
-
-    @property
-    def model(self) -> str:
-        return (self.endpoint or {}).get("model") or self.policy
 
 
 def work_items(catalog: Catalog, config: EvalConfig) -> list[tuple[str, int, int]]:
@@ -131,11 +103,11 @@ def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None =
     index.refresh()
     records = list(index.summaries())
     summary = summarize(records, config.pass_threshold)
-    data = {"model": config.model, "policy": config.policy, "k": config.k, "rollouts": len(records),
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary, **(extra or {})}
-    tmp = out / "metadata.json.tmp"
+    data = METADATA.stamp({"model": config.model, "policy": config.policy, "k": config.k, "rollouts": len(records),
+                           "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary, **(extra or {})})
+    tmp = out / (METADATA.file + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
-    tmp.replace(out / "metadata.json")
+    tmp.replace(out / METADATA.file)
     return data
 
 
@@ -148,6 +120,8 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     results = out / "results.jsonl"
     if resume:
         compact(results, lambda s: s.get("status") == "ok")
+    agent, rewards = AgentConfig(**config.agent), RewardConfig(**config.rewards)
+    config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     catalog = Catalog.load(config.data_dirs)
     index = ResultsIndex(results)
@@ -162,8 +136,6 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
             progress.scored += 1
     if on_progress:
         on_progress(progress, None)
-    agent = AgentConfig(**config.agent)
-    rewards = RewardConfig(**config.rewards)
     verify_mode = None if config.verify == "none" else config.verify
     shared_policy = LLMPolicy(endpoint) if config.policy == "llm" and endpoint is not None else None
     if config.policy == "llm" and shared_policy is None:
@@ -184,7 +156,8 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
             meta = {"model": config.model, "api_url": (config.endpoint or {}).get("base_url", ""),
                     "temperature": (config.endpoint or {}).get("temperature", 1.0), "sample": sample}
             try:
-                policy = shared_policy or make_policy(config.policy, scenario, task_id, agent.mode)
+                policy = shared_policy or make_policy(config.policy, scenario, task_id, agent.mode,
+                                                      style=agent.tool_name_style)
                 outcome = await run_episode(catalog, scenario, task_id, policy, agent, run_dir, pool=pool,
                                             verify_mode=verify_mode, judge=judge, rewards=rewards, meta=meta)
                 record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, outcome,

@@ -3,7 +3,9 @@
 ``ResultsIndex`` scans a results file once, keeping only a small summary and the byte offset of
 each line, and picks up lines appended since the last scan (a running evaluation); the full record
 (messages and all) is read from its offset on demand. A torn last line (a killed writer) is ignored
-until it is complete. For a rollout id seen more than once, the last line wins.
+until it is complete. For a rollout id seen more than once, the last line wins. Each line carries the
+results ``format_version`` (``awm_engine.data.run_formats``); a line from a newer awm stops the scan
+with ``NewerFormatError``.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from awm_engine.data.run_formats import RESULTS
 
 SUMMARY_KEYS = ("id", "scenario", "task_id", "sample", "status", "label", "reward", "has_verdict", "stop_reason",
                 "error_kind", "run_dir")
@@ -65,6 +69,7 @@ class ResultsIndex:
                     self.bad_lines += 1
                     offset += len(raw)
                     continue
+                RESULTS.check(record, self.path)
                 if summary["id"] not in self.entries:
                     self.order.append(summary["id"])
                 self.entries[summary["id"]] = Entry(offset, len(raw), summary)
@@ -103,7 +108,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(RESULTS.stamp(record), ensure_ascii=False, default=str) + "\n"
         with self._lock:
             self.fh.write(line)
             self.fh.flush()

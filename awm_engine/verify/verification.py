@@ -26,6 +26,7 @@ from typing import Any
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.records import Verifier
+from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox.environment import scrubbed_env
 from awm_engine.verify.rewards import RewardConfig
 
@@ -244,7 +245,7 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
 
     run_dir = Path(run_dir)
     rewards = rewards or RewardConfig()
-    trajectory = json.loads((run_dir / "trajectory.json").read_text())
+    trajectory = TRAJECTORY.read(run_dir / TRAJECTORY.file)
     if trajectory.get("scenario") is None or trajectory.get("task_id") is None:
         raise ValueError(f"{run_dir}/trajectory.json has no scenario or task_id: cannot pick a verifier")
     if catalog is None:

@@ -1,7 +1,6 @@
 """Evaluation dashboard: runs, live progress, per-scenario metrics, every rollout, drill-down to replay."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.text import Text
@@ -13,9 +12,11 @@ from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from awm_engine.data.catalog import Catalog
-from awm_engine.eval.batch import EvalConfig, work_items
+from awm_engine.data.run_formats import RunFormatError
+from awm_engine.eval.batch import work_items
 from awm_engine.eval.metrics import ERROR_CLASSES, error_class, summarize
 from awm_engine.eval.results import ResultsIndex
+from awm_engine.eval.runs import NotAnEvalRun, find_eval_runs, load_eval_config, read_metadata
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
@@ -26,22 +27,17 @@ ROLLOUT_COLUMNS = ["rollout", "status", "label", "reward", "stop", "error"]
 ROLLOUT_WIDTHS = [40, 6, 12, 6, 13, 18]
 
 
-def find_runs(root: Path) -> list[Path]:
-    """Runs directly under ``root`` or one level down (never walks into rollout directories)."""
-    candidates = list(root.glob("*/config.json")) + list(root.glob("*/*/config.json"))
-    runs = [p.parent for p in candidates if (p.parent / "results.jsonl").exists()
-            or (p.parent / "metadata.json").exists()]
-    return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
-
-
 class RunView:
-    """What the dashboard knows about one run; refreshed incrementally (only new lines are read)."""
+    """What the dashboard knows about one run; refreshed incrementally (only new lines are read).
+    A run written by a newer awm is refused here (``NewerFormatError``), or at the first newer results line."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.config = EvalConfig.from_dict(json.loads((path / "config.json").read_text()))
+        self.config = load_eval_config(path)
+        read_metadata(path)  # checks its format version
         self.index = ResultsIndex(path / "results.jsonl")
         self.expected: int | None = None
+        self.error: str | None = None  # why the run cannot be followed any more
 
     def expected_total(self) -> int | None:
         if self.expected is None:
@@ -52,11 +48,11 @@ class RunView:
         return self.expected
 
     def running(self) -> bool:
-        meta = self.path / "metadata.json"
         try:
-            return bool(json.loads(meta.read_text()).get("running"))
+            meta = read_metadata(self.path)
         except (OSError, ValueError):
             return True
+        return True if meta is None else bool(meta.get("running"))
 
 
 class EvalScreen(Screen):
@@ -97,25 +93,28 @@ class EvalScreen(Screen):
         self.set_interval(1.0, self.poll)
 
     def reload_runs(self) -> None:
-        self.runs = find_runs(self.root)
-        if self.selected is not None and self.selected.resolve() not in [r.resolve() for r in self.runs]:
-            self.runs.insert(0, self.selected)
+        found = find_eval_runs(self.root, newest_first=True)
+        if self.selected is not None and self.selected.resolve() not in [r.resolve() for r in found]:
+            found.insert(0, self.selected)
         options = self.query_one("#runs", OptionList)
         options.clear_options()
-        for run in self.runs:
+        self.runs = []
+        for run in found:
             try:
-                config = json.loads((run / "config.json").read_text())
-            except (OSError, ValueError):
+                config = load_eval_config(run)
+            except RunFormatError as exc:  # a newer awm's run: say so, and leave it out
+                self.notify(str(exc), title="evaluations", severity="error", markup=False)
                 continue
-            model = (config.get("endpoint") or {}).get("model") or config.get("policy")
-            options.add_option(Option(Text.assemble((run.name, "bold"), f"\n{model} · k={config.get('k')}"),
+            except (OSError, ValueError, TypeError):
+                continue
+            self.runs.append(run)
+            options.add_option(Option(Text.assemble((run.name, "bold"), f"\n{config.model} · k={config.k}"),
                                       id=str(run)))
         if self.runs:
-            target = self.selected or self.runs[0]
+            selected = self.selected.resolve() if self.selected is not None else None
+            target = next((r for r in self.runs if r.resolve() == selected), self.runs[0])
             self.open_run(target)
-            for i, run in enumerate(self.runs):
-                if run.resolve() == target.resolve():
-                    options.highlighted = i
+            options.highlighted = self.runs.index(target)
         else:
             self.query_one("#run-head", Static).update(f"no evaluation runs under {self.root} yet — start one with "
                                                        "`awm eval run ... --out outputs/eval/<name>`")
@@ -123,7 +122,12 @@ class EvalScreen(Screen):
     def open_run(self, path: Path) -> None:
         if self.view is not None and self.view.path.resolve() == Path(path).resolve():
             return
-        self.view = RunView(Path(path))
+        try:
+            view = RunView(Path(path))
+        except (RunFormatError, NotAnEvalRun) as exc:
+            self.notify(str(exc), title="evaluations", severity="error", markup=False)
+            return
+        self.view = view
         self.query_one("#rollout-table", VirtualTable).set_rows([], [])
         self.poll()
 
@@ -133,7 +137,7 @@ class EvalScreen(Screen):
 
     # -- live refresh -----------------------------------------------------------------------------
     def poll(self) -> None:
-        if self.view is not None:
+        if self.view is not None and self.view.error is None:
             self.refresh_run()
 
     @work(thread=True, exclusive=True, group="eval-refresh")
@@ -141,11 +145,20 @@ class EvalScreen(Screen):
         view = self.view
         if view is None:
             return
-        new = view.index.refresh()
+        try:
+            new = view.index.refresh()
+        except RunFormatError as exc:  # a newer awm appended to the results file
+            view.error = str(exc)
+            self.app.call_from_thread(self._failed, view)
+            return
         expected = view.expected_total()
         summaries = list(view.index.summaries())
         metrics = summarize(summaries, view.config.pass_threshold)
         self.app.call_from_thread(self._show, view, summaries, metrics, expected, new)
+
+    def _failed(self, view: RunView) -> None:
+        if view is self.view and self.is_attached:
+            self.notify(view.error, title="evaluations", severity="error", markup=False)
 
     def _show(self, view: RunView, summaries, metrics, expected, new: int) -> None:
         if view is not self.view or not self.is_attached:

@@ -1,0 +1,66 @@
+"""Options shared by several verbs. The agent settings are one group used by ``awm agent run`` and
+``awm eval run`` (so the two accept the same flags and cannot drift), with one way to turn the parsed
+flags into the model endpoint, the ``AgentConfig`` and the judge."""
+from __future__ import annotations
+
+import argparse
+
+from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
+from awm_engine.agent.rollout import AgentConfig
+from awm_engine.cli.common import CliError
+
+AGENT_GROUP = "agent settings"
+
+
+def add_endpoint_args(parser, prefix: str = "") -> None:
+    """``--endpoint``, ``--model``, ``--base-url`` (with ``prefix``: ``--judge-endpoint`` …)."""
+    dash = f"--{prefix}-" if prefix else "--"
+    parser.add_argument(f"{dash}endpoint", metavar="NAME", help="a named endpoint from the awm config file")
+    parser.add_argument(f"{dash}model", metavar="M")
+    parser.add_argument(f"{dash}base-url", metavar="URL", help="OpenAI-compatible base URL (or OPENAI_BASE_URL)")
+
+
+def add_agent_args(parser: argparse.ArgumentParser) -> None:
+    """The agent settings: endpoint, protocol, limits, format errors, verification and the judge."""
+    group = parser.add_argument_group(AGENT_GROUP, "the model, the tool protocol, the limits of a rollout and "
+                                                   "its verification")
+    add_endpoint_args(group)
+    group.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
+    group.add_argument("--mode", choices=["meta", "native"], default=None, help="tool protocol (default: meta)")
+    group.add_argument("--max-turns", type=int, default=20)
+    group.add_argument("--window", type=int, default=None, help="history window w (keep the last w turns)")
+    group.add_argument("--temperature", type=float, default=None)
+    group.add_argument("--max-tokens", type=int, default=None)
+    group.add_argument("--retries", type=int, default=None, help="endpoint retries per request (default 3)")
+    group.add_argument("--call-timeout", type=float, default=None, help="per tool call, seconds (default 10)")
+    group.add_argument("--episode-timeout", type=float, default=900.0, help="per rollout, seconds")
+    group.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
+    group.add_argument("--tool-names", choices=["reference", "prefixed", "plain"], default="reference",
+                       help="how list_tools shows tool names (meta mode)")
+    group.add_argument("--verify", choices=["code", "sql", "none"], default="code",
+                       help="verify each rollout (sql uses the LLM judge when one is configured)")
+    add_endpoint_args(group, "judge")
+
+
+def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
+    """The model endpoint the agent flags name (flags over a named endpoint over OPENAI_*); ``ConfigError``."""
+    return resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode,
+                            temperature=args.temperature, max_tokens=args.max_tokens, max_retries=args.retries)
+
+
+def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
+                           endpoint: Endpoint | None = None) -> AgentConfig:
+    """The rollout settings; ``mode`` defaults to ``--mode``, then the endpoint's, then meta."""
+    return AgentConfig(mode=mode or args.mode or (endpoint.mode if endpoint else "meta"), max_turns=args.max_turns,
+                       history_window=args.window, call_timeout=args.call_timeout,
+                       episode_timeout=args.episode_timeout, on_format_error=args.on_format_error,
+                       tool_name_style=args.tool_names)
+
+
+def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint | None:
+    """The judge the ``--judge-*`` flags name (else the configured one; None when there is none)."""
+    try:
+        return judge_endpoint(name=getattr(args, f"{prefix}_endpoint"), base_url=getattr(args, f"{prefix}_base_url"),
+                              model=getattr(args, f"{prefix}_model"))
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
