@@ -47,7 +47,7 @@ def probe_tool(scenario, work: Path) -> str | None:
             if tool.method == "get" and not tool.required and episode.call_tool_sync(tool.name, {}).status == 200:
                 return tool.name
     finally:
-        episode.close()
+        episode.close_now()
     return None
 
 

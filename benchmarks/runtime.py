@@ -53,7 +53,7 @@ def pick_tool(env: LoadedEnv) -> str:
             if tool.method == "get" and not tool.required and episode.call_tool_sync(tool.name, {}).status == 200:
                 return tool.name
     finally:
-        episode.close()
+        episode.close_now()
     raise SystemExit(f"{env.key}: no argument-free GET tool answers 200")
 
 
@@ -63,11 +63,11 @@ def bench_in_process(env: LoadedEnv, tool: str, n_episodes: int, n_calls: int) -
         t = time.perf_counter()
         ep = Episode(env)
         opens.append(time.perf_counter() - t)
-        ep.close()
+        ep.close_now()
     ep = Episode(env)
     for _ in range(n_episodes):
         t = time.perf_counter()
-        ep.reset()
+        ep.reset_now()
         resets.append(time.perf_counter() - t)
     for _ in range(n_calls):
         t = time.perf_counter()
@@ -92,7 +92,7 @@ def bench_in_process(env: LoadedEnv, tool: str, n_episodes: int, n_calls: int) -
             asyncs.append(time.perf_counter() - t)
 
     asyncio.run(threaded())
-    ep.close()
+    ep.close_now()
     return {"open": median_ms(opens), "reset": median_ms(resets), "list_tools": median_ms(lists),
             "call_tool": median_ms(calls), "call_tool (thread, timeout-guarded)": median_ms(asyncs),
             "handler alone": median_ms(handler)}

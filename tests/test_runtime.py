@@ -12,7 +12,8 @@ from awm_engine.data.catalog import Catalog
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.envcode import EnvCodeError, analyze_fit, rewrite_code
 from awm_engine.runtime.inprocess import Episode, LoadedEnv
-from awm_engine.runtime.pool import EnvLoadError, EnvPool
+from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.pool import EnvPool
 
 OPENAPI_SCRIPT = """
 import json, sys, types
@@ -94,7 +95,7 @@ def test_every_environment_opens_lists_its_routes_and_answers(all_dirs, tmp_path
                 assert result.status is not None
                 answered += result.status == 200
         assert answered >= 1, s.key
-        episode.close()
+        episode.close_now()
         seen += 1
     assert seen >= 5
 
@@ -137,10 +138,10 @@ def test_episodes_are_isolated_and_reset(tmp_path):
     assert count_rows(a.final_db, "notes") == 3 and count_rows(b.final_db, "notes") == 3
     assert count_rows(a.initial_db, "notes") == 2
     assert "from b" not in a.call_tool_sync("list_notes", {}).text
-    a.reset()
+    a.reset_now()
     assert count_rows(a.final_db, "notes") == 2 and count_rows(b.final_db, "notes") == 3
-    a.close()
-    b.close()
+    a.close_now()
+    b.close_now()
 
 
 def test_code_that_does_not_fit_falls_back_to_isolated_loading(tmp_path):
@@ -154,7 +155,7 @@ def test_code_that_does_not_fit_falls_back_to_isolated_loading(tmp_path):
     a.call_tool_sync("add_note", {"text": "x"})
     assert json.loads(a.call_tool_sync("count_notes", {}).text) == {"n": 3}
     assert json.loads(b.call_tool_sync("count_notes", {}).text) == {"n": 2}
-    a.reset()
+    a.reset_now()
     assert json.loads(a.call_tool_sync("count_notes", {}).text) == {"n": 2}
 
 

@@ -26,9 +26,23 @@ from awm_engine.agent.meta_protocol import (
     strip_tool_prefixes,
 )
 from awm_engine.agent.policies import AssistantTurn, Policy, PolicyError
+
 # the step events are defined with the run formats (events.jsonl); importing them from here keeps working
-from awm_engine.data.run_formats import (TRAJECTORY, FormatError, ModelTurn, Observation, RolloutFinished,
-                                         RolloutStarted, StepEvent, ToolCall)
+from awm_engine.data.run_formats import (
+    TRAJECTORY,
+    FormatError,
+    ModelTurn,
+    Observation,
+    RolloutFinished,
+    RolloutStarted,
+    StepEvent,
+    ToolCall,
+)
+from awm_engine.runtime.episode import (
+    CALL_REJECTED_KINDS,
+    EpisodeHandle,
+    is_environment_error,
+)
 
 STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
 
@@ -55,9 +69,9 @@ class AgentConfig:
 # -- the runner --------------------------------------------------------------------------------
 
 class Rollout:
-    """Drive ``policy`` on one task in ``episode`` (anything with ``list_tools``/``call_tool``/``run_dir``)."""
+    """Drive ``policy`` on one task in ``episode`` (any ``runtime.episode.EpisodeHandle``)."""
 
-    def __init__(self, episode: Any, scenario: str, task_id: int | None, task: str, policy: Policy,
+    def __init__(self, episode: EpisodeHandle, scenario: str, task_id: int | None, task: str, policy: Policy,
                  config: AgentConfig | None = None, meta: dict[str, Any] | None = None):
         self.episode = episode
         self.scenario = scenario
@@ -224,7 +238,7 @@ class Rollout:
                 yield ("timeout", "", f"episode timeout ({self.config.episode_timeout}s)")
                 return
             kind = observation.error_kind
-            if kind in ("unknown_tool", "invalid_arguments", "unknown_function"):
+            if kind in CALL_REJECTED_KINDS:
                 self._counts["format_errors"] += 1
                 yield FormatError(self.iteration, {"unknown_tool": "tool_not_found",
                                                    "invalid_arguments": "invalid_args"}.get(kind, kind),
@@ -235,7 +249,7 @@ class Rollout:
                     self.groups.append(group)
                     yield ("format_error", "", observation.text)
                     return
-            elif kind in ("http_5xx", "internal", "timeout"):
+            elif is_environment_error(kind):
                 self._counts["env_errors"] += 1
             if len(calls) > 1:
                 observation.text += (f"\n\nNote: your reply contained {len(calls)} function calls; only the first "

@@ -15,7 +15,6 @@ from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_cat
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
 from awm_engine.eval.episode import POLICIES, make_policy, run_episode
-from awm_engine.runtime.pool import EnvLoadError
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import verify_run
 
@@ -105,11 +104,11 @@ async def _agent_run(args: argparse.Namespace) -> int:
         outcome = await run_episode(catalog, scenario, args.task, policy, config, args.out, verify_mode=verify_mode,
                                     judge=_judge(args) if verify_mode == "sql" else None, rewards=RewardConfig(),
                                     meta=meta, on_event=None if (args.quiet or args.json) else _print_event)
-    except EnvLoadError as exc:
-        raise CliError(str(exc), 1) from None
     finally:
         if hasattr(policy, "aclose"):
             await policy.aclose()
+    if outcome.failure is not None:
+        raise CliError(str(outcome.failure), 1)
     v = outcome.verification
     if args.json:
         print_json({"run_dir": str(outcome.run_dir), "rollout": outcome.finished.to_dict(),

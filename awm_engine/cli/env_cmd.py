@@ -16,7 +16,8 @@ from rich.table import Table as RichTable
 from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.inprocess import DEFAULT_CALL_TIMEOUT
-from awm_engine.runtime.pool import EnvLoadError, EnvPool
+from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.pool import EnvPool
 
 
 def register(verbs) -> None:

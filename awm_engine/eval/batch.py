@@ -24,7 +24,7 @@ from awm_engine.data.run_formats import METADATA, EvalConfig  # EvalConfig is de
 from awm_engine.eval.episode import make_policy, run_episode
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
-from awm_engine.runtime.pool import EnvLoadError, EnvPool
+from awm_engine.runtime.pool import EnvPool
 from awm_engine.verify.rewards import RewardConfig
 
 
@@ -160,12 +160,14 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
                                                       style=agent.tool_name_style)
                 outcome = await run_episode(catalog, scenario, task_id, policy, agent, run_dir, pool=pool,
                                             verify_mode=verify_mode, judge=judge, rewards=rewards, meta=meta)
-                record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, outcome,
-                                      timing={"total_s": time.perf_counter() - started,
-                                              "rollout_s": outcome.finished.elapsed_s})
-            except EnvLoadError as exc:
-                record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
-                                      str(exc), "environment_error", {"total_s": time.perf_counter() - started})
+                if outcome.failure is not None:
+                    record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
+                                          str(outcome.failure), "environment_error",
+                                          {"total_s": time.perf_counter() - started})
+                else:
+                    record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, outcome,
+                                          timing={"total_s": time.perf_counter() - started,
+                                                  "rollout_s": outcome.finished.elapsed_s})
             except PolicyError as exc:
                 record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
                                       str(exc), "agent_error", {"total_s": time.perf_counter() - started})

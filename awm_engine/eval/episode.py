@@ -1,6 +1,7 @@
 """Task → rollout → verification → reward, in one call: what ``awm agent run`` and evaluations use."""
 from __future__ import annotations
 
+import inspect
 import json
 import secrets
 import time
@@ -21,9 +22,11 @@ from awm_engine.agent.policies import (
 )
 from awm_engine.agent.rollout import AgentConfig, Rollout, RolloutFinished
 from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.runtime.episode import EnvLoadError, EpisodeHandle, EpisodeLoadFailure
+from awm_engine.runtime.mcp_client import McpEpisode
 from awm_engine.runtime.pool import EnvPool
 from awm_engine.verify.rewards import RewardConfig
-from awm_engine.verify.verification import VerifyReport, verify_run
+from awm_engine.verify.verification import VerifyReport, verify_both, verify_run
 
 POLICIES = ("llm", "oracle", "replay", "immediate", "human")
 
@@ -59,40 +62,97 @@ def make_policy(kind: str, scenario: Scenario, task_idx: int, mode: str = "meta"
     raise PolicyError(f"unknown policy {kind!r} (choose from {', '.join(POLICIES)})", "config")
 
 
+VERIFY_MODES = ("code", "sql", "both")
+
+
 @dataclass
 class EpisodeOutcome:
+    """What ``run_episode`` hands back: the rollout's end and the verdict, or why the episode never opened."""
+
     run_dir: Path
-    finished: RolloutFinished
+    finished: RolloutFinished | None
     verification: VerifyReport | None
     rollout: Rollout | None = None
+    failure: EpisodeLoadFailure | None = None
 
     @property
     def reward(self) -> float | None:
         return self.verification.reward if self.verification else None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+async def _maybe_await(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+async def open_episode(scenario: Scenario, task_idx: int, run_dir: Path, backend: str = "pool",
+                       pool: EnvPool | None = None, data_dirs: list[str] | None = None,
+                       call_timeout: float | None = None) -> EpisodeHandle:
+    """An episode of ``scenario`` on the chosen backend: ``pool`` (a worker process) or ``mcp`` (a real
+    ``awm env serve`` MCP server for this episode). Raises EnvLoadError when it cannot be opened."""
+    if backend == "mcp":
+        return await McpEpisode.start(scenario.key, run_dir, data_dirs, task_idx, call_timeout)
+    if backend != "pool":
+        raise ValueError(f"unknown backend {backend!r} (pool or mcp)")
+    return await pool.open_episode(scenario, run_dir=run_dir, task_idx=task_idx)
+
+
+async def verify_episode(run_dir: Path, verify_mode: str, catalog: Catalog, judge: Endpoint | None = None,
+                         rewards: RewardConfig | None = None) -> VerifyReport:
+    """One verification policy for every front end: ``code``, ``sql`` (judge, else code fallback) or
+    ``both`` (code always, plus sql + judge when a judge is configured, merged)."""
+    if verify_mode == "both":
+        return await verify_both(run_dir, catalog, judge, rewards)
+    if verify_mode not in VERIFY_MODES:
+        raise ValueError(f"unknown verification mode {verify_mode!r} (choose from {', '.join(VERIFY_MODES)})")
+    return await verify_run(run_dir, verify_mode, catalog, judge, rewards)
 
 
 async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, policy: Policy,
                       config: AgentConfig | None = None, run_dir: Path | str | None = None,
                       pool: EnvPool | None = None, verify_mode: str | None = "code",
                       judge: Endpoint | None = None, rewards: RewardConfig | None = None,
-                      meta: dict[str, Any] | None = None, on_event=None) -> EpisodeOutcome:
-    """Open an episode, run the policy, close the episode, verify (unless ``verify_mode`` is None)."""
+                      meta: dict[str, Any] | None = None, on_event=None, on_open=None,
+                      backend: str = "pool") -> EpisodeOutcome:
+    """Task → episode → rollout → verification → reward: the one episode lifecycle of the CLI, batch
+    evaluation and the TUI.
+
+    ``backend`` chooses where the environment runs (``pool``: a worker of ``pool``, or a private one;
+    ``mcp``: a real MCP server started for this episode). ``on_open(episode)`` runs once the episode is
+    open, ``on_event(event)`` for every step event; either may be a coroutine function (awaiting in
+    ``on_event`` pauses the agent: the TUI's step mode). ``verify_mode`` is code | sql | both | None (no
+    verification). An episode that cannot be opened comes back as ``outcome.failure`` (nothing raised).
+    """
     config = config or AgentConfig()
-    task = scenario.task(task_idx).text
-    run_dir = Path(run_dir) if run_dir else default_run_dir(scenario, task_idx)
-    run_dir = run_dir.resolve()
-    own_pool = pool is None
+    run_dir = (Path(run_dir) if run_dir else default_run_dir(scenario, task_idx)).resolve()
+    data_dirs = [str(Path(d).resolve()) for d in catalog.dirs]
+    try:
+        task = scenario.task(task_idx).text
+    except IndexError:
+        return EpisodeOutcome(run_dir, None, None, failure=EpisodeLoadFailure(
+            scenario.key, f"{scenario.key} has {len(scenario.tasks)} tasks; no task {task_idx}", "bad_task"))
+    own_pool = pool is None and backend == "pool"
     if own_pool:
         pool = EnvPool(workers=1)
         await pool.start()
+    rollout = None
     try:
-        episode = await pool.open_episode(scenario, run_dir=run_dir, task_idx=task_idx)
-        info = {"data_dirs": [str(Path(d).resolve()) for d in catalog.dirs], **(meta or {})}
-        rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
         try:
+            episode = await open_episode(scenario, task_idx, run_dir, backend, pool, data_dirs, config.call_timeout)
+        except EnvLoadError as exc:
+            return EpisodeOutcome(run_dir, None, None, failure=EpisodeLoadFailure(scenario.key, str(exc)))
+        try:
+            if on_open is not None:
+                await _maybe_await(on_open(episode))
+            info = {"data_dirs": data_dirs, "backend": backend, **(meta or {})}
+            rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
             async for event in rollout.events():
                 if on_event is not None:
-                    on_event(event)
+                    await _maybe_await(on_event(event))
         finally:
             await episode.close()
     finally:
@@ -100,5 +160,5 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
             await pool.close()
     report = None
     if verify_mode:
-        report = await verify_run(run_dir, verify_mode, catalog, judge, rewards)
+        report = await verify_episode(run_dir, verify_mode, catalog, judge, rewards)
     return EpisodeOutcome(run_dir, rollout.finished, report, rollout)

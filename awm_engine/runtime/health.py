@@ -13,7 +13,9 @@ from typing import Any
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.paths import cache_dir
-from awm_engine.runtime.pool import EnvLoadError, EnvPool
+from awm_engine.data.schema_examples import example_arguments
+from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.pool import EnvPool
 
 
 @dataclass
@@ -53,24 +55,6 @@ class HealthReport:
         data = asdict(self)
         data["status"] = self.status
         return data
-
-
-def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
-    """Arguments from a tool's input schema: each property's example or default, placeholders for the rest."""
-    args: dict[str, Any] = {}
-    required = set(schema.get("required", []))
-    for name, prop in schema.get("properties", {}).items():
-        if prop.get("examples"):
-            args[name] = prop["examples"][0]
-        elif "example" in prop:
-            args[name] = prop["example"]
-        elif "default" in prop and prop["default"] is not None:
-            args[name] = prop["default"]
-        elif name in required:
-            kind = prop.get("type") or next((s.get("type") for s in prop.get("anyOf", []) if s.get("type") != "null"),
-                                            "string")
-            args[name] = {"integer": 1, "number": 1.0, "boolean": True, "array": [], "object": {}}.get(kind, "string")
-    return args
 
 
 def _cache_path(scenario: Scenario) -> Path:

@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,28 +29,16 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from awm_engine.runtime import envcode
+from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, ToolResult, snapshot_database
 from awm_engine.runtime.asgi_call import asgi_request, encode_request, response_text
 from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, tools_from_openapi
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
-DEFAULT_CALL_TIMEOUT = 10.0
 STUCK_GRACE = 1.0  # how long an interrupted handler may take to unwind before its thread counts as stuck
 
 
 class ToolCallTimeout(BaseException):
     """Raised inside a handler thread whose call ran past its timeout (BaseException: apps can't swallow it)."""
-
-
-@dataclass
-class ToolResult:
-    text: str
-    is_error: bool = False
-    status: int | None = None  # the HTTP status, when a request was made
-    error_kind: str | None = None  # unknown_tool | invalid_arguments | http_4xx | http_5xx | timeout | internal
-    elapsed_ms: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class RoutedSessionFactory:
@@ -180,11 +167,17 @@ class Episode:
     def loaded(self) -> LoadedEnv:
         return self.private or self.env
 
-    def reset(self) -> None:
+    def reset_now(self) -> None:
         """Back to the initial state: fresh copies of the databases (no rebuild, no re-exec when shared)."""
         self._release()
         self._open()
         self.calls = 0
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self.reset_now)
+
+    def snapshot(self, dest: Path | str) -> Path:
+        return snapshot_database(self.final_db, dest)
 
     def _release(self) -> None:
         if self.engine is not None:
@@ -194,11 +187,14 @@ class Episode:
             self.private.close()
             self.private = None
 
-    def close(self) -> None:
+    def close_now(self) -> None:
         """Stop serving; ``initial.db`` and ``final.db`` stay in the run directory."""
         if not self.closed:
             self._release()
             self.closed = True
+
+    async def close(self) -> None:
+        self.close_now()
 
     # -- tools ------------------------------------------------------------------------------
     def list_tools(self) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from awm_engine.runtime.inprocess import ToolResult
+from awm_engine.runtime.episode import EnvLoadError, ToolResult, snapshot_database
 from awm_engine.runtime.ports import free_port
 
 
@@ -76,15 +76,37 @@ class ServedEnvironment:
 
 
 class McpEpisode:
-    """The episode interface over one persistent MCP session."""
+    """The episode interface (``episode.EpisodeHandle``) over one persistent MCP session.
 
-    def __init__(self, url: str, run_dir: Path | str):
+    With ``server`` (an ``awm env serve`` this episode started), ``reset`` starts that server again on a
+    fresh copy of the databases and ``close`` stops it; a server someone else runs cannot be reset.
+    """
+
+    def __init__(self, url: str, run_dir: Path | str, server: "ServedEnvironment | None" = None):
         self.url = url
+        self.id = url
         self.run_dir = Path(run_dir)
         self.initial_db = self.run_dir / "initial.db"
         self.final_db = self.run_dir / "final.db"
         self.tools: list[dict[str, Any]] = []
+        self.server = server
         self._client = None
+
+    @classmethod
+    async def start(cls, scenario: str, run_dir: Path | str, data_dirs: list[str] | None = None,
+                    task_idx: int | None = None, call_timeout: float | None = None) -> "McpEpisode":
+        """Start ``awm env serve`` for this episode and connect to it (EnvLoadError if it cannot start)."""
+        server = ServedEnvironment(scenario, run_dir, data_dirs, task_idx, call_timeout)
+        try:
+            await server.start()
+        except RuntimeError as exc:
+            raise EnvLoadError(f"{scenario}: {exc}", scenario) from None
+        episode = cls(server.url, server.run_dir, server)
+        try:
+            return await episode.connect()
+        except BaseException:
+            await asyncio.to_thread(server.stop)
+            raise
 
     async def connect(self) -> "McpEpisode":
         from fastmcp import Client
@@ -115,10 +137,31 @@ class McpEpisode:
                     "timeout" if "timed out" in text else "internal")
         return ToolResult(text, bool(result.is_error), None, kind, (time.perf_counter() - started) * 1000)
 
-    async def close(self) -> None:
+    async def reset(self) -> None:
+        if self.server is None:
+            raise NotImplementedError("MCP has no reset: this server was started elsewhere; start a new episode")
+        await self._disconnect()
+        await asyncio.to_thread(self.server.stop)
+        for db in (self.initial_db, self.final_db, self.run_dir / "session.json"):
+            db.unlink(missing_ok=True)
+        await self.server.start()
+        await self.connect()
+
+    def snapshot(self, dest: Path | str) -> Path:
+        return snapshot_database(self.final_db, dest)
+
+    async def _disconnect(self) -> None:
         if self._client is not None:
-            await self._client.__aexit__(None, None, None)
-            self._client = None
+            client, self._client = self._client, None
+            try:
+                await client.__aexit__(None, None, None)
+            except Exception:  # noqa: BLE001 - the server may already be gone
+                pass
+
+    async def close(self) -> None:
+        await self._disconnect()
+        if self.server is not None:
+            await asyncio.to_thread(self.server.stop)
 
 
 def load_session(run_dir: Path | str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -25,20 +24,12 @@ from typing import Any
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime.inprocess import DEFAULT_CALL_TIMEOUT, ToolResult
+from awm_engine.runtime import protocol
+from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult, snapshot_database
+from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox.environment import scrubbed_env
 
 KILL_GRACE = 5.0
-
-
-class WorkerError(Exception):
-    def __init__(self, message: str, kind: str = "worker"):
-        super().__init__(message)
-        self.kind = kind
-
-
-class EnvLoadError(Exception):
-    """A scenario's code could not be loaded (syntax or import error, no app)."""
 
 
 class WorkerProcess:
@@ -70,7 +61,7 @@ class WorkerProcess:
                                      stderr=log, start_new_session=True, cwd=str(self.cwd))
         child.close()
         log.close()
-        reader, self._writer = await asyncio.open_connection(sock=parent, limit=1 << 26)
+        reader, self._writer = await asyncio.open_connection(sock=parent, limit=protocol.LINE_LIMIT)
         self.alive = True
         self.generation += 1
         self.loaded.clear()
@@ -82,7 +73,7 @@ class WorkerProcess:
                 line = await reader.readline()
                 if not line:
                     break
-                msg = json.loads(line)
+                msg = protocol.decode(line)
                 future = self.pending.pop(msg.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(msg)
@@ -100,16 +91,14 @@ class WorkerProcess:
         rid = next(self.ids)
         future = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
-        self._writer.write((json.dumps({"id": rid, "op": op, **fields}, ensure_ascii=False) + "\n").encode())
+        self._writer.write(protocol.request(rid, op, **fields))
         await self._writer.drain()
         try:
             msg = await asyncio.wait_for(future, wait)
         except (asyncio.TimeoutError, TimeoutError):
             self.pending.pop(rid, None)
             raise
-        if not msg.get("ok"):
-            raise WorkerError(msg.get("error", "worker error"), msg.get("kind", "worker"))
-        return msg["result"]
+        return protocol.result_of(msg)
 
     def kill(self) -> None:
         self.alive = False
@@ -125,7 +114,7 @@ class WorkerProcess:
     async def stop(self) -> None:
         if self.alive and self._writer is not None:
             try:
-                self._writer.write(b'{"op": "shutdown"}\n')
+                self._writer.write(protocol.shutdown())
                 await self._writer.drain()
                 await asyncio.wait_for(asyncio.to_thread(self.proc.wait), 3)
             except (OSError, asyncio.TimeoutError, TimeoutError):
@@ -143,7 +132,7 @@ class EpisodeInfo:
 
 
 class PoolEpisode:
-    """An episode hosted by a worker: list tools, call tools, reset, close."""
+    """An episode hosted by a worker process (implements ``episode.EpisodeHandle``)."""
 
     def __init__(self, pool: "EnvPool", scenario: Scenario, info: EpisodeInfo, worker: WorkerProcess,
                  tools: list[dict[str, Any]], shared: bool):
@@ -203,6 +192,9 @@ class PoolEpisode:
         await self.pool._ensure_attached(self)
         await self.worker.request("reset", episode=self.id)
 
+    def snapshot(self, dest: Path | str) -> Path:
+        return snapshot_database(self.final_db, dest)
+
     async def close(self) -> None:
         if self.closed:
             return
@@ -260,16 +252,16 @@ class EnvPool:
             if scenario.key not in worker.loaded:
                 code = scenario.code
                 if code is None:
-                    raise EnvLoadError(f"{scenario.key}: no environment code")
+                    raise EnvLoadError(f"{scenario.key}: no environment code", scenario.key)
                 template, report = await asyncio.to_thread(self.templates.get, scenario)
                 if report.fatal and "schema only" not in report.fatal and report.tables_ok == 0:
-                    raise EnvLoadError(f"{scenario.key}: database build failed: {report.fatal}")
+                    raise EnvLoadError(f"{scenario.key}: database build failed: {report.fatal}", scenario.key)
                 try:
                     worker.loaded[scenario.key] = await worker.request(
                         "load", wait=120, scenario=scenario.key, code=code, template=str(template),
                         workdir=str(self.workdir / f"w{worker.index}"))
                 except WorkerError as exc:
-                    raise EnvLoadError(f"{scenario.key}: {exc}") from None
+                    raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
         return worker.loaded[scenario.key]
 
     async def load(self, scenario: Scenario) -> dict[str, Any]:

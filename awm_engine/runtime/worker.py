@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import socket
 import sys
-import traceback
 from typing import Any
 
+from awm_engine.runtime import protocol
 from awm_engine.runtime.envcode import EnvCodeError
 from awm_engine.runtime.inprocess import Episode, LoadedEnv
 
@@ -56,29 +55,27 @@ class WorkerState:
         if op == "list_tools":
             return {"tools": episode.list_tools()}
         if op == "reset":
-            await loop.run_in_executor(None, episode.reset)
+            await loop.run_in_executor(None, episode.reset_now)
             return {}
         if op == "close":
-            episode.close()
+            episode.close_now()
             del self.episodes[episode.id]
             return {}
         raise ValueError(f"unknown op {op!r}")
 
 
 async def serve(sock: socket.socket) -> None:
-    reader, writer = await asyncio.open_connection(sock=sock, limit=1 << 26)
+    reader, writer = await asyncio.open_connection(sock=sock, limit=protocol.LINE_LIMIT)
     state = WorkerState()
     write_lock = asyncio.Lock()
 
     async def answer(msg: dict[str, Any]) -> None:
         try:
-            reply = {"id": msg.get("id"), "ok": True, "result": await state.handle(msg)}
+            data = protocol.ok_reply(msg.get("id"), await state.handle(msg))
         except EnvCodeError as exc:
-            reply = {"id": msg.get("id"), "ok": False, "kind": "env_code", "error": str(exc)}
+            data = protocol.error_reply(msg.get("id"), exc, "env_code")
         except Exception as exc:  # noqa: BLE001 - reported to the parent, the worker keeps serving
-            reply = {"id": msg.get("id"), "ok": False, "kind": type(exc).__name__,
-                     "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=5)}
-        data = (json.dumps(reply, ensure_ascii=False, default=str) + "\n").encode()
+            data = protocol.error_reply(msg.get("id"), exc)
         async with write_lock:
             writer.write(data)
             await writer.drain()
@@ -88,14 +85,14 @@ async def serve(sock: socket.socket) -> None:
         line = await reader.readline()
         if not line:
             break
-        msg = json.loads(line)
+        msg = protocol.decode(line)
         if msg.get("op") == "shutdown":
             break
         task = asyncio.create_task(answer(msg))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     for episode in list(state.episodes.values()):
-        episode.close()
+        episode.close_now()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,22 +14,17 @@ from textual.widgets import Button, Footer, Header, Input, Label, OptionList, St
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, NativeCall
-from awm_engine.agent.rollout import AgentConfig, Rollout, RolloutFinished
+from awm_engine.agent.rollout import AgentConfig, RolloutFinished
 from awm_engine.data.catalog import Scenario
-from awm_engine.eval.episode import default_run_dir
+from awm_engine.data.schema_examples import example_arguments
+from awm_engine.data.schema_examples import property_type as prop_type
+from awm_engine.eval.episode import default_run_dir, run_episode
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript
-from ..widgets.verdict import SideBySide, verify_and_show
+from ..widgets.verdict import SideBySide
 
 FLAT = ("string", "integer", "number", "boolean")
-
-
-def prop_type(prop: dict[str, Any]) -> str:
-    if "type" in prop and prop["type"] != "null" and not prop.get("anyOf"):
-        return prop["type"]
-    kinds = [p.get("type") for p in prop.get("anyOf", []) if p.get("type") and p.get("type") != "null"]
-    return kinds[0] if kinds else prop.get("type", "string")
 
 
 def is_flat(schema: dict[str, Any]) -> bool:
@@ -38,8 +33,6 @@ def is_flat(schema: dict[str, Any]) -> bool:
 
 def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON skeleton of the arguments: examples where the schema has them, typed placeholders elsewhere."""
-    from awm_engine.runtime.health import example_arguments
-
     out = example_arguments(schema)
     for name, prop in (schema.get("properties") or {}).items():
         if name not in out:
@@ -84,7 +77,6 @@ class PlayScreen(Screen):
         self.task_idx = task_idx
         self.policy = HumanPolicy()
         self.episode = None
-        self.rollout: Rollout | None = None
         self.tools: list[dict[str, Any]] = []
         self.current: dict[str, Any] | None = None
         self.finished: RolloutFinished | None = None
@@ -124,34 +116,42 @@ class PlayScreen(Screen):
     async def start_episode(self) -> None:
         pool = await self.app.get_pool()
         run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "play")
-        self.episode = await pool.open_episode(self.scenario, run_dir=run_dir.resolve(), task_idx=self.task_idx)
-        self.tools = self.episode.list_tools()
+        config = AgentConfig(mode="native", max_turns=200, episode_timeout=None)
+        outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, self.policy, config, run_dir,
+                                    pool=pool, verify_mode="both", judge=self.app.judge_endpoint(),
+                                    meta={"model": "human"}, on_open=self.episode_opened, on_event=self.on_step)
+        if not self.is_attached:
+            return
+        if outcome.failure is not None:
+            self.sub_title = "could not open the episode"
+            self.query_one(Transcript).mount(Static(Text(str(outcome.failure), style="bold red")))
+            self.notify(str(outcome.failure), title="episode", severity="error", timeout=10)
+            return
+        self.finished = outcome.finished
+        report = outcome.verification
+        self.reports = report.to_dict()
+        self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors, self.finished.stop_reason)
+        self.notify(f"{report.label} — reward {report.reward}", title="verified")
+
+    async def episode_opened(self, episode) -> None:
+        self.episode = episode
+        self.tools = episode.list_tools()
         self.query_one("#play-tools", OptionList).add_options(
             [Option(Text(t["name"]), id=t["name"]) for t in self.tools])
-        self.sub_title = str(self.episode.run_dir)
-        self.rollout = Rollout(self.episode, self.scenario.key, self.task_idx, self.scenario.tasks[self.task_idx],
-                               self.policy, AgentConfig(mode="native", max_turns=200, episode_timeout=None),
-                               {"model": "human", "data_dirs": [str(d) for d in self.app.catalog.dirs]})
+        self.sub_title = str(episode.run_dir)
         if self.tools:
             await self.select_tool(self.tools[0]["name"])
             self.query_one("#play-tools", OptionList).focus()
-        transcript = self.query_one(Transcript)
-        try:
-            async for event in self.rollout.events():
-                transcript.add_event(event)
-        finally:
-            await self.episode.close()
-        self.finished = self.rollout.finished
-        await self.verify()
 
-    async def verify(self) -> None:
-        side = self.query_one(SideBySide)
-        self.query_one(TabbedContent).active = "verdict-tab"
-        side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
-        report = await verify_and_show(side, self.episode.run_dir, self.app, self.query_one(Transcript).env_errors,
-                                       self.finished.stop_reason)
-        self.reports = report.to_dict()
-        self.notify(f"{report.label} — reward {report.reward}", title="verified")
+    def on_step(self, event) -> None:
+        if not self.is_attached:
+            return
+        self.query_one(Transcript).add_event(event)
+        if isinstance(event, RolloutFinished):
+            side = self.query_one(SideBySide)
+            self.query_one(TabbedContent).active = "verdict-tab"
+            side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
+            side.show_finished(self.episode.run_dir, event.env_errors, event.stop_reason)
 
     # -- the form ------------------------------------------------------------------------------
     async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -218,7 +218,7 @@ class PlayScreen(Screen):
 
     # -- actions -------------------------------------------------------------------------------
     def action_call_tool(self) -> None:
-        if self.current is None or self.rollout is None or self.finished is not None:
+        if self.current is None or self.episode is None or self.finished is not None:
             return
         try:
             args = self.collect_arguments()
@@ -229,7 +229,7 @@ class PlayScreen(Screen):
                                                                    self.current["name"], json.dumps(args))]))
 
     def action_submit_answer(self) -> None:
-        if self.rollout is None or self.finished is not None:
+        if self.episode is None or self.finished is not None:
             return
         box = self.query_one("#answer", Input)
         if not box.value.strip() and not box.has_focus:
@@ -251,6 +251,6 @@ class PlayScreen(Screen):
             self.action_call_tool()
 
     def action_back(self) -> None:
-        if self.finished is None and self.rollout is not None:
+        if self.finished is None and self.episode is not None:
             self.policy.queue.put_nowait(AssistantTurn("(abandoned)"))
         self.app.pop_screen()

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, T
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.replay import RunReplay
+from awm_engine.runtime.episode import is_environment_error
 
 from ..actions import bindings
 from ..widgets.verdict import SideBySide, render_diff
@@ -61,7 +62,7 @@ class ReplayScreen(Screen):
         self.state(f"{len(run.steps)} steps · stop: {run.stop_reason} · rebuilding the database after each step…")
         self.show_step(0)
         verdict = run.verification()
-        env_errors = sum(1 for s in run.steps if s.error_kind in ("http_5xx", "internal"))
+        env_errors = sum(1 for s in run.steps if is_environment_error(s.error_kind))
         self.query_one(SideBySide).show(run.final_diff(), verdict, env_errors, run.stop_reason,
                                         title="Database changes (the run's final.db)")
         self.materialize()

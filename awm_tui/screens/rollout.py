@@ -12,14 +12,14 @@ from textual.widgets import Button, Footer, Header, Input, Select, Static, Tabbe
 
 from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config, resolve_endpoint
 from awm_engine.agent.policies import LLMPolicy
-from awm_engine.agent.rollout import AgentConfig, FormatError, Observation, Rollout, RolloutFinished
+from awm_engine.agent.rollout import AgentConfig, FormatError, Observation, RolloutFinished
 from awm_engine.data.catalog import Scenario
-from awm_engine.eval.episode import default_run_dir
-from awm_engine.runtime.mcp_client import McpEpisode, ServedEnvironment
+from awm_engine.eval.episode import default_run_dir, run_episode
+from awm_engine.runtime.mcp_client import McpEpisode
 
 from ..actions import bindings
 from ..widgets.transcript import Transcript
-from ..widgets.verdict import SideBySide, verify_and_show
+from ..widgets.verdict import SideBySide
 
 CUSTOM = "(base URL and model below)"
 
@@ -46,7 +46,7 @@ class RolloutScreen(Screen):
         self.initial = (base_url, model, mode)
         self.gate = asyncio.Event()
         self.run_to_end = False
-        self.server: ServedEnvironment | None = None
+        self.run_dir = None
         self.episode: McpEpisode | None = None
         self.finished: RolloutFinished | None = None
         self.reports = None
@@ -138,50 +138,55 @@ class RolloutScreen(Screen):
     @work(exclusive=True, group="rollout")
     async def run_rollout(self, endpoint) -> None:
         run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "agents").resolve()
-        transcript = self.query_one(Transcript)
+        self.run_dir = run_dir
         self.state(f"starting an MCP server for {self.scenario.key}…")
-        data_dirs = [str(d) for d in self.app.catalog.dirs]
-        self.server = ServedEnvironment(self.scenario.key, run_dir, data_dirs, self.task_idx)
         policy = LLMPolicy(endpoint)
         try:
-            await self.server.start()
-            self.episode = await McpEpisode(self.server.url, run_dir).connect()
-            self.state(f"MCP server at {self.server.url} · {len(self.episode.tools)} tools · paused before the "
-                       "first step (n: step · r: run to end)")
-            rollout = Rollout(self.episode, self.scenario.key, self.task_idx, self.scenario.tasks[self.task_idx],
-                              policy, AgentConfig(mode=endpoint.mode),
-                              {"model": endpoint.model, "api_url": endpoint.base_url, "data_dirs": data_dirs})
-            if not self.run_to_end:
-                await self.wait_gate()
-            async for event in rollout.events():
-                transcript.add_event(event)
-                if isinstance(event, (Observation, FormatError)) and not self.run_to_end:
-                    self.state(f"paused after turn {event.iteration} · n: next step · r: run to end · x: stop")
-                    await self.wait_gate()
-                elif not isinstance(event, RolloutFinished):
-                    self.state(f"running turn {getattr(event, 'iteration', 0)}…")
-            self.finished = rollout.finished
+            outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, policy,
+                                        AgentConfig(mode=endpoint.mode), run_dir, backend="mcp", verify_mode="both",
+                                        judge=self.app.judge_endpoint(), on_open=self.episode_opened,
+                                        on_event=self.on_step,
+                                        meta={"model": endpoint.model, "api_url": endpoint.base_url})
         finally:
             await policy.aclose()
-            if self.episode is not None:
-                await self.episode.close()
-            await asyncio.to_thread(self.server.stop)
             self.running = False
-        self.state(f"finished: {self.finished.stop_reason} · verifying…")
-        await self.verify(run_dir)
+        if outcome.failure is not None:
+            self.state(f"[red]could not start the episode: {outcome.failure}[/red]")
+            return
+        self.finished = outcome.finished
+        report = outcome.verification
+        self.reports = report.to_dict()
+        if self.is_attached:
+            self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors,
+                                                   self.finished.stop_reason)
+        self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward} · {run_dir}")
+
+    async def episode_opened(self, episode) -> None:
+        self.episode = episode
+        self.state(f"MCP server at {episode.url} · {len(episode.tools)} tools · paused before the "
+                   "first step (n: step · r: run to end)")
+        if not self.run_to_end:
+            await self.wait_gate()
+
+    async def on_step(self, event) -> None:
+        if not self.is_attached:
+            return
+        self.query_one(Transcript).add_event(event)
+        if isinstance(event, RolloutFinished):
+            self.state(f"finished: {event.stop_reason} · verifying…")
+            side = self.query_one(SideBySide)
+            self.query_one(TabbedContent).active = "verdict-tab"
+            side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
+            side.show_finished(self.run_dir, event.env_errors, event.stop_reason)
+        elif isinstance(event, (Observation, FormatError)) and not self.run_to_end:
+            self.state(f"paused after turn {event.iteration} · n: next step · r: run to end · x: stop")
+            await self.wait_gate()
+        else:
+            self.state(f"running turn {getattr(event, 'iteration', 0)}…")
 
     async def wait_gate(self) -> None:
         self.gate.clear()
         await self.gate.wait()
-
-    async def verify(self, run_dir) -> None:
-        side = self.query_one(SideBySide)
-        self.query_one(TabbedContent).active = "verdict-tab"
-        side.query_one("#verdict-pane").focus()  # focus left in the other tab would switch it back
-        report = await verify_and_show(side, run_dir, self.app, self.query_one(Transcript).env_errors,
-                                       self.finished.stop_reason)
-        self.reports = report.to_dict()
-        self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward} · {run_dir}")
 
     def action_back(self) -> None:
         self.action_stop()

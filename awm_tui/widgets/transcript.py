@@ -17,6 +17,7 @@ from awm_engine.agent.rollout import (
     StepEvent,
     ToolCall,
 )
+from awm_engine.runtime.episode import is_environment_error
 
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
@@ -60,7 +61,7 @@ class Transcript(VerticalScroll):
             widgets.append(Static(Text.assemble(("→ ", "bold green"), (event.tool or event.name, "green"), " ",
                                                 args if len(args) < 400 else args[:400] + "…")))
         elif isinstance(event, Observation):
-            if event.error_kind in ("http_5xx", "internal"):
+            if is_environment_error(event.error_kind):
                 self.env_errors += 1
             body = Static(Text(event.text, style="red" if event.is_error else ""))
             lines = event.text.count("\n") + 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group
@@ -146,16 +147,15 @@ class SideBySide(Horizontal):
 
     def show(self, diff: DbDiff | None, report: dict[str, Any] | None = None, env_errors: int = 0,
              stop_reason: str | None = None, title: str = "Database changes") -> None:
+        self.diff = diff
         self.query_one("#diff", Static).update(render_diff(diff, title))
         self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason))
 
+    def show_finished(self, run_dir: Path, env_errors: int, stop_reason: str | None) -> None:
+        """A rollout just ended: its database diff at once, the verdict once verification is done."""
+        self.show(diff_databases(run_dir / "initial.db", run_dir / "final.db"), None, env_errors, stop_reason)
+        self.query_one("#verdict", Static).update(Group(Text("Verdict", style="bold"), Text("verifying…",
+                                                                                           style="dim")))
 
-async def verify_and_show(side: SideBySide, run_dir, app, env_errors: int, stop_reason: str | None):
-    """Show the diff at once, verify the run (code mode, plus the judge when configured), show the verdict."""
-    from awm_engine.verify.verification import verify_both
-
-    diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
-    side.show(diff, None, env_errors, stop_reason)
-    report = await verify_both(run_dir, app.catalog, app.judge_endpoint())
-    side.show(diff, report.to_dict(), env_errors, stop_reason)
-    return report
+    def show_report(self, report: dict[str, Any] | None, env_errors: int, stop_reason: str | None) -> None:
+        self.show(getattr(self, "diff", None), report, env_errors, stop_reason)

@@ -1,0 +1,108 @@
+"""The episode interface every backend implements, and the results and errors it hands out.
+
+An episode is one isolated run of a scenario: its own ``initial.db`` (the state it started from) and
+``final.db`` (the working database), in its run directory. Three backends implement ``EpisodeHandle``:
+``inprocess.Episode`` (the scenario's code in this process: workers and benchmarks), ``pool.PoolEpisode``
+(hosted by a sandboxed worker process: what front ends use) and ``mcp_client.McpEpisode`` (a real MCP
+server). Rollouts, verification and the TUI only ever see this interface.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+DEFAULT_CALL_TIMEOUT = 10.0
+
+# error kinds of a ToolResult that mean the environment (not the agent) failed
+ENVIRONMENT_ERROR_KINDS = frozenset({"http_5xx", "internal", "timeout"})
+# error kinds that mean the agent's call was malformed (it never reached a handler)
+CALL_REJECTED_KINDS = frozenset({"unknown_tool", "invalid_arguments", "unknown_function"})
+
+
+def is_environment_error(error_kind: str | None) -> bool:
+    """The one definition of "the environment failed" (5xx, awm-internal failure, or a timed-out handler)."""
+    return error_kind in ENVIRONMENT_ERROR_KINDS
+
+
+@dataclass
+class ToolResult:
+    text: str
+    is_error: bool = False
+    status: int | None = None  # the HTTP status, when a request was made
+    error_kind: str | None = None  # unknown_tool | invalid_arguments | http_4xx | http_5xx | timeout | internal
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class EnvLoadError(Exception):
+    """A scenario's environment could not be started (no code, syntax or import error, no app, no database)."""
+
+    def __init__(self, message: str, scenario: str | None = None):
+        super().__init__(message)
+        self.scenario = scenario
+
+
+@dataclass
+class EpisodeLoadFailure:
+    """A typed "could not open the episode" result, for callers that display rather than raise."""
+
+    scenario: str
+    message: str
+    kind: str = "load_error"  # load_error | bad_task | server_error
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@runtime_checkable
+class EpisodeHandle(Protocol):
+    """What a rollout, a verifier run or a front end may do with an episode."""
+
+    id: str
+    run_dir: Path
+    initial_db: Path  # snapshot of the state the episode started from
+    final_db: Path  # the working database; a snapshot of the end state once closed
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """MCP tool definitions (name, description, inputSchema)."""
+        ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
+                        timeout: float | None = None) -> ToolResult:
+        ...
+
+    async def reset(self) -> None:
+        """Back to the initial state (fresh copies of the databases)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop serving; ``initial.db`` and ``final.db`` stay in the run directory."""
+        ...
+
+    def snapshot(self, dest: Path | str) -> Path:
+        """A consistent copy of the working database as it is now."""
+        ...
+
+
+def snapshot_database(src: Path | str, dest: Path | str) -> Path:
+    """Copy a live SQLite database with the backup API (consistent even while another process writes)."""
+    import sqlite3
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(f"file:{Path(src)}?mode=ro", uri=True)
+    try:
+        target = sqlite3.connect(dest)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    return dest

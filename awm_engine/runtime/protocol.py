@@ -1,0 +1,62 @@
+"""The worker protocol: JSON objects, one per line, over the socket between ``EnvPool`` and a worker.
+
+Requests: ``{"id": N, "op": OP, ...fields}`` with OP one of ``OPS``; ``{"op": "shutdown"}`` has no id
+and no answer. Answers: ``{"id": N, "ok": true, "result": {...}}`` or ``{"id": N, "ok": false,
+"kind": KIND, "error": TEXT, "traceback": TEXT}``. Both sides use only the functions below.
+"""
+from __future__ import annotations
+
+import json
+import traceback
+from typing import Any
+
+OPS = ("ping", "load", "open", "call", "list_tools", "reset", "close", "shutdown")
+LINE_LIMIT = 1 << 26  # the largest line either side reads (a tool answer can be large)
+
+
+class WorkerError(Exception):
+    """A worker answered with an error, died, or is not running (``kind`` says which)."""
+
+    def __init__(self, message: str, kind: str = "worker", traceback_text: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.traceback = traceback_text
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, default=str) + "\n").encode()
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a protocol message must be a JSON object")
+    return message
+
+
+def request(rid: int, op: str, **fields: Any) -> bytes:
+    if op not in OPS:
+        raise ValueError(f"unknown worker op {op!r}")
+    return encode({"id": rid, "op": op, **fields})
+
+
+def shutdown() -> bytes:
+    return encode({"op": "shutdown"})
+
+
+def ok_reply(rid: Any, result: dict[str, Any]) -> bytes:
+    return encode({"id": rid, "ok": True, "result": result})
+
+
+def error_reply(rid: Any, exc: BaseException, kind: str | None = None) -> bytes:
+    return encode({"id": rid, "ok": False, "kind": kind or type(exc).__name__,
+                   "error": str(exc) if kind else f"{type(exc).__name__}: {exc}",
+                   "traceback": "".join(traceback.format_exception(exc, limit=8))})
+
+
+def result_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The result of an answer, or WorkerError carrying the worker's kind, text and traceback."""
+    if not message.get("ok"):
+        raise WorkerError(message.get("error", "worker error"), message.get("kind", "worker"),
+                          message.get("traceback"))
+    return message["result"]
