@@ -143,8 +143,8 @@ def test_malformed_output_never_crashes(case, on_error, tmp_path):
     s = Catalog.load().get("maple_library_lending")
     with FakeLLMServer(script) as llm:
         policy = LLMPolicy(Endpoint(base_url=llm.url, model="m", max_retries=0))
-        outcome = asyncio.run(run_episode(Catalog.load(), s, 0, policy, AgentConfig(on_format_error=on_error),
-                                          tmp_path / "r", verify_mode="code"))
+        config = AgentConfig(protocol="robust", on_format_error=on_error)  # the reference: tests/test_protocol.py
+        outcome = asyncio.run(run_episode(Catalog.load(), s, 0, policy, config, tmp_path / "r", verify_mode="code"))
     events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
     errors = [e for e in events if e["type"] == "format_error"]
     assert kind in {e["kind"] for e in errors}

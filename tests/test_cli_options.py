@@ -34,7 +34,8 @@ def test_agent_run_and_eval_run_accept_the_same_agent_flags():
     assert agent_flags(agent) == agent_flags(evaluation)
     assert {"--endpoint", "--model", "--base-url", "--api-key", "--mode", "--max-turns", "--window", "--temperature",
             "--max-tokens", "--retries", "--call-timeout", "--episode-timeout", "--on-format-error", "--tool-names",
-            "--verify", "--judge-endpoint", "--judge-model", "--judge-base-url"} == set(agent_flags(agent))
+            "--verify", "--judge-endpoint", "--judge-model", "--judge-base-url", "--protocol",
+            "--system-prompt"} == set(agent_flags(agent))
     flags = ["--retries", "1", "--call-timeout", "5", "--episode-timeout", "60", "--tool-names", "plain"]
     a = agent.parse_args(["--scenario", "s", "--task", "0", *flags])
     e = evaluation.parse_args(["--out", "x", *flags])

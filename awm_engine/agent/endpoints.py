@@ -9,6 +9,10 @@ Config file (``AWM_CONFIG``, else ``$XDG_CONFIG_HOME/awm/config.toml``, else ``~
     mode = "meta"                     # meta | native (default for this endpoint)
     temperature = 1.0
     max_tokens = 2048
+    system_prompt_file = "prompts/qwen-awm.txt"   # the exact system prompt this model was trained with
+
+    [agent]
+    system_prompt_file = "..."        # the default for every endpoint (``--system-prompt FILE`` wins)
 
     [judge]
     endpoint = "local-qwen"           # the endpoint the LLM judge uses by default
@@ -39,6 +43,7 @@ class Endpoint:
     max_retries: int = 3
     max_connections: int = 16
     extra_body: dict[str, Any] = field(default_factory=dict)
+    system_prompt_file: str | None = None
 
     def public(self) -> dict[str, Any]:
         """Everything but the key (safe to write into run directories)."""
@@ -90,7 +95,7 @@ def resolve_endpoint(name: str | None = None, base_url: str | None = None, model
         key = os.environ.get(named["api_key_env"])
     key = key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     fields = {k: named[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "max_connections",
-                                    "extra_body")
+                                    "extra_body", "system_prompt_file")
               if k in named}
     fields.update({k: v for k, v in overrides.items() if v is not None})
     return Endpoint(base_url=url, model=chosen_model, api_key=key, name=name, mode=mode or named.get("mode", "meta"),
@@ -107,3 +112,21 @@ def judge_endpoint(config: dict[str, Any] | None = None, **flags: Any) -> Endpoi
     if not (name or base_url or (os.environ.get("OPENAI_BASE_URL") and model)):
         return None
     return resolve_endpoint(name=name, base_url=base_url, model=model, config=config, **flags)
+
+
+def read_system_prompt(flag: str | None = None, endpoint: Endpoint | None = None,
+                       config: dict[str, Any] | None = None) -> str | None:
+    """The custom system prompt: ``--system-prompt FILE``, else the endpoint's ``system_prompt_file``, else
+    ``[agent] system_prompt_file``; None means awm's own prompt."""
+    config = load_config() if config is None else config
+    path = flag or (endpoint.system_prompt_file if endpoint else None) or \
+        (config.get("agent") or {}).get("system_prompt_file")
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the system prompt {path}: {exc}") from None
+    if not text.strip():
+        raise ConfigError(f"the system prompt {path} is empty")
+    return text

@@ -124,6 +124,7 @@ class ParsedCall:
     arguments: Any  # as written by the model (kept for the trajectory)
     tool: str | None = None  # call_tool: the environment tool, prefixes stripped
     tool_arguments: dict[str, Any] = field(default_factory=dict)
+    rejection: str | None = None  # reference protocol: the error the model gets instead of a call
 
 
 @dataclass
@@ -209,3 +210,90 @@ def parse_meta_turn(content: str, known_tools: set[str] | None = None, parse_thi
 
 def observation_text(text: str, is_error: bool) -> str:
     return f"Error: {text}" if is_error else text
+
+
+# -- the reference agent's parsing and dispatch (``--protocol reference``) -----------------------------
+
+REFERENCE_PREFIX = "mcp_tool_"  # what the reference agent puts in front of every name it shows
+REFERENCE_SERVER = "mcp_server_"  # mcp-agent's namespace for the environment's server
+
+
+@dataclass
+class ReferenceTurn:
+    """One assistant turn as the reference agent reads it: the calls it found (only the first runs), or a
+    final answer when there are none, or ``crash`` when the reference itself would have crashed."""
+
+    calls: list[ParsedCall]
+    crash: str | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return not self.calls and self.crash is None
+
+
+def _reference_json(raw: str) -> Any:
+    data = robust_json(raw)
+    if isinstance(data, list):  # the first element, whatever it is
+        data = data[0] if data else None
+    return data
+
+
+def parse_reference_turn(content: str, id_base: int | None = None) -> ReferenceTurn:
+    """Every ``<tool_call>`` of the whole content, ``<think>`` included (spec §5.4); calls that do not
+    parse are dropped without a word; ``"name": null`` (or any non-string name) is a crash."""
+    base = id_base if id_base is not None else int(time.time() * 1000)
+    calls: list[ParsedCall] = []
+    for index, raw in enumerate(TOOL_CALL_RE.findall(content or "")):
+        data = _reference_json(raw)
+        if not data or not isinstance(data, dict):
+            continue
+        name = data.get("name", "")
+        arguments = data.get("arguments", {})
+        if not isinstance(name, str):
+            return ReferenceTurn(calls, f"the call's name is {json.dumps(name)}, not a string "
+                                        "(the reference agent crashes here)")
+        if name.startswith(REFERENCE_PREFIX):  # direct-call shortcut
+            name, arguments = "call_tool", {"tool_name": name, "arguments": arguments or {}}
+        calls.append(ParsedCall(f"call_{base}_{index}", name, arguments))
+    return ReferenceTurn(calls)
+
+
+def reference_call_tool_arguments(arguments: Any) -> tuple[str, dict[str, Any]]:
+    """``call_tool``'s (tool_name, arguments) as the reference reads them: anything malformed becomes an
+    empty name or ``{}``; one leading ``mcp_tool_`` is removed from the name."""
+    args = robust_json(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(args, dict):
+        return "", {}
+    tool_name = args.get("tool_name", "")
+    tool_name = tool_name if isinstance(tool_name, str) else str(tool_name)
+    if tool_name.startswith(REFERENCE_PREFIX):
+        tool_name = tool_name[len(REFERENCE_PREFIX):]
+    inner = args.get("arguments", {})
+    if isinstance(inner, str):
+        inner = robust_json(inner) if inner.strip() else {}
+    return tool_name, inner if isinstance(inner, dict) else {}
+
+
+def reference_tool_target(tool_name: str, known: set[str]) -> tuple[str | None, str | None]:
+    """How mcp-agent resolves a name: ``mcp_server_<op>`` goes to the server as ``<op>`` (which answers
+    ``Unknown tool: <op>`` itself when it has none); any other name must be an exact tool name.
+    Returns (tool to call, None) or (None, the error text the model sees)."""
+    if tool_name.startswith(REFERENCE_SERVER):
+        return tool_name[len(REFERENCE_SERVER):], None
+    if tool_name in known:
+        return tool_name, None
+    return None, f"Error: Tool '{tool_name}' not found"
+
+
+def unknown_function_text(name: str) -> str:
+    return f"Error: Unknown tool '{name}'. Only 'list_tools' and 'call_tool' are available."
+
+
+def uses_vllm_extras(base_url: str | None) -> bool:
+    """The reference's switch for local vLLM serving (spec §5.5): tool results as ``role: tool`` messages
+    and the extra request fields, iff the URL has ``localhost`` and ``v1`` and is not Azure."""
+    url = base_url or ""
+    return "localhost" in url and "openai.azure.com" not in url and "v1" in url
+
+
+VLLM_EXTRA_BODY = {"add_generation_prompt": True, "min_tokens": 16, "chat_template_kwargs": {"enable_thinking": True}}

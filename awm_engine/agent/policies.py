@@ -72,6 +72,7 @@ class LLMPolicy:
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
         self.endpoint = endpoint
+        self.request_extras: dict[str, Any] = {}  # set by the rollout (the reference's vLLM fields, spec §5.5)
         # a bounded connection pool: httpcore scans every pooled connection on each request, so hundreds
         # of idle keep-alive connections cost more CPU than queueing a request for a moment
         limits = httpx2.Limits(max_connections=endpoint.max_connections,
@@ -88,6 +89,7 @@ class LLMPolicy:
                                 "max_completion_tokens": self.endpoint.max_tokens}
         if mode == "native":
             body["tools"] = openai_tools(tools)
+        body.update(self.request_extras)
         body.update(self.endpoint.extra_body or {})
         started = time.perf_counter()
         try:

@@ -9,6 +9,7 @@ rollout ends, however it ends), next to the episode's ``initial.db`` and ``final
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -19,8 +20,14 @@ from awm_engine.agent.meta_protocol import (
     SYSTEM_PROMPT,
     FormatIssue,
     ParsedCall,
+    VLLM_EXTRA_BODY,
     observation_text,
     parse_meta_turn,
+    parse_reference_turn,
+    reference_call_tool_arguments,
+    reference_tool_target,
+    unknown_function_text,
+    uses_vllm_extras,
     render_tool_list,
     robust_json,
     strip_tool_prefixes,
@@ -47,23 +54,64 @@ from awm_engine.runtime.episode import (
 STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
 
 
+PROTOCOLS = ("reference", "robust")
+PROTOCOL_DEFAULT = -1.0  # "use the protocol's value" for limits where None already means "no limit"
+REFERENCE_CALL_TIMEOUT = 60.0  # the reference agent's MCP call timeout (fastapi-mcp's 10 s has no effect there)
+
+
 @dataclass
 class AgentConfig:
+    """How a rollout runs. ``protocol`` picks the defaults: ``reference`` behaves like the AWM reference agent
+    wherever the model would see something different or the reward would change (30 turns, no episode
+    limit, calls inside ``<think>`` executed, unparseable calls end the episode as a final answer, only the
+    meta tools, 60 s tool calls, vLLM request shape for localhost endpoints); ``robust`` is awm's forgiving
+    variant (20 turns, 900 s, format errors reported to the model, any tool-name form accepted)."""
+
     mode: str = "meta"  # meta (list_tools/call_tool in text) | native (OpenAI tool calls)
-    max_turns: int = 20
+    protocol: str = "reference"  # reference | robust
+    max_turns: int | None = None  # None: 30 (reference) / 20 (robust)
     history_window: int | None = None  # keep system, task, first list_tools exchange and the last w turns
-    call_timeout: float | None = None  # per tool call (None: the episode host's default)
-    episode_timeout: float | None = 900.0
+    call_timeout: float | None = None  # per tool call; None: 60 s (reference) / the host's default, 10 s (robust)
+    episode_timeout: float | None = PROTOCOL_DEFAULT  # None: no limit; default: none (reference) / 900 s (robust)
     on_format_error: str = "observe"  # observe: tell the model and go on | stop: end the rollout (reward -1)
     tool_name_style: str = "reference"  # how list_tools shows names: reference | prefixed | plain
-    tool_message_role: str = "user"  # meta mode: observations as "user" ("Tool response:\n…") or "tool"
-    parse_think_calls: bool = False  # the reference also executes calls written inside <think>
+    tool_message_role: str = "auto"  # meta mode: "user" ("Tool response:\n…"), "tool", or auto (by protocol)
+    parse_think_calls: bool | None = None  # execute calls written inside <think> (None: yes for reference)
     system_prompt: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r} (choose from {', '.join(PROTOCOLS)})")
+        reference = self.protocol == "reference"
+        if self.max_turns is None:
+            self.max_turns = 30 if reference else 20
+        if self.episode_timeout == PROTOCOL_DEFAULT:
+            self.episode_timeout = None if reference else 900.0
+        if self.call_timeout is None and reference:
+            self.call_timeout = REFERENCE_CALL_TIMEOUT
+        if self.parse_think_calls is None:
+            self.parse_think_calls = reference
+
+    @property
+    def system_prompt_text(self) -> str:
+        return self.system_prompt or SYSTEM_PROMPT
+
+    @property
+    def system_prompt_sha256(self) -> str:
+        return hashlib.sha256(self.system_prompt_text.encode()).hexdigest()
+
     def to_dict(self) -> dict[str, Any]:
+        """Every setting (a custom system prompt in full; awm's own only by its hash)."""
         data = asdict(self)
-        data.pop("system_prompt")
+        data["system_prompt_sha256"] = self.system_prompt_sha256
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "AgentConfig":
+        fields = {k: v for k, v in (data or {}).items() if k in cls.__dataclass_fields__}
+        if data:
+            fields.setdefault("protocol", "robust")  # runs recorded before protocols existed behaved robustly
+        return cls(**fields)
 
 
 # -- the runner --------------------------------------------------------------------------------
@@ -84,7 +132,15 @@ class Rollout:
         self.tools = episode.list_tools()
         self.tool_names = {t["name"] for t in self.tools}
         self.tool_list_text = render_tool_list(self.tools, self.config.tool_name_style)
-        system = self.config.system_prompt or SYSTEM_PROMPT
+        system = self.config.system_prompt_text
+        # the reference talks to local vLLM servers differently (spec §5.5): role "tool" results, extra fields
+        base_url = getattr(getattr(policy, "endpoint", None), "base_url", None)
+        self.reference_meta = self.config.protocol == "reference" and self.config.mode == "meta"
+        self.vllm_shape = self.reference_meta and uses_vllm_extras(base_url)
+        role = self.config.tool_message_role
+        self.tool_role = ("tool" if self.vllm_shape else "user") if role == "auto" else role
+        if hasattr(policy, "request_extras"):
+            policy.request_extras = dict(VLLM_EXTRA_BODY) if self.vllm_shape else {}
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                                {"role": "user", "content": task}]
         self.groups: list[list[dict[str, Any]]] = []  # one list of messages per turn
@@ -111,7 +167,7 @@ class Rollout:
     def _api_messages(self) -> list[dict[str, Any]]:
         out = []
         for m in self.visible_messages():
-            if m["role"] == "tool" and self.config.mode == "meta" and self.config.tool_message_role == "user":
+            if m["role"] == "tool" and self.config.mode == "meta" and self.tool_role == "user":
                 out.append({"role": "user", "content": "Tool response:\n" + m["content"]})
             else:
                 out.append({k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")})
@@ -196,6 +252,24 @@ class Rollout:
         assistant = turn.message()
         if self.config.mode == "native":
             calls, issues = self._parse_native(turn)
+        elif self.reference_meta:
+            reference = parse_reference_turn(turn.content)
+            if reference.crash is not None:  # the reference agent would crash: a format error ends the episode
+                self._counts["format_errors"] += 1
+                yield FormatError(self.iteration, "invalid_name", reference.crash)
+                self.messages.append(assistant)
+                self.groups.append([assistant])
+                self.trajectory.append({"iteration": self.iteration, "role": "assistant", "content": turn.content,
+                                        "tool_calls": [], "format_error": [{"kind": "invalid_name",
+                                                                            "detail": reference.crash}]})
+                yield ("format_error", "", reference.crash)
+                return
+            calls, issues = reference.calls, []
+            for c in calls:
+                if c.name == "call_tool":  # resolved as mcp-agent does: mcp_server_<op> goes to the server as <op>
+                    name, c.tool_arguments = reference_call_tool_arguments(c.arguments)
+                    target, c.rejection = reference_tool_target(name, self.tool_names)
+                    c.tool = target or name
         else:
             parsed = parse_meta_turn(turn.content, self.tool_names, self.config.parse_think_calls)
             calls, issues = parsed.calls, parsed.issues
@@ -251,7 +325,7 @@ class Rollout:
                     return
             elif is_environment_error(kind):
                 self._counts["env_errors"] += 1
-            if len(calls) > 1:
+            if len(calls) > 1 and not self.reference_meta:  # the reference drops the others without a word
                 observation.text += (f"\n\nNote: your reply contained {len(calls)} function calls; only the first "
                                      "was executed. Make one call per reply.")
         self._counts["tool_calls"] += 1
@@ -289,14 +363,17 @@ class Rollout:
         if call.name == "list_tools":
             return Observation(self.iteration, call.id, None, self.tool_list_text)
         if call.name != "call_tool":
-            return Observation(self.iteration, call.id, None,
-                               f"Error: Unknown tool '{call.name}'. Only 'list_tools' and 'call_tool' are available.",
-                               True, "unknown_function")
-        if call.tool not in self.tool_names:
+            return Observation(self.iteration, call.id, None, unknown_function_text(call.name), True,
+                               "unknown_function")
+        if call.rejection is not None:
+            return Observation(self.iteration, call.id, call.tool, call.rejection, True, "unknown_tool")
+        if not self.reference_meta and call.tool not in self.tool_names:
             return Observation(self.iteration, call.id, call.tool, f"Error: Tool '{call.tool}' not found", True,
                                "unknown_tool")
         kwargs = {} if self.config.call_timeout is None else {"timeout": self.config.call_timeout}
         result = await self.episode.call_tool(call.tool, call.tool_arguments, **kwargs)
+        if self.reference_meta and result.error_kind == "timeout":
+            result.text = f"Tool call timed out after {float(self.config.call_timeout or 0):.1f}s"
         return Observation(self.iteration, call.id, call.tool, observation_text(result.text, result.is_error),
                            result.is_error, result.error_kind, result.status, result.elapsed_ms)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
-from awm_engine.agent.rollout import AgentConfig
+from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, read_system_prompt, resolve_endpoint
+from awm_engine.agent.rollout import PROTOCOL_DEFAULT, PROTOCOLS, AgentConfig
 from awm_engine.cli.common import CliError
 
 AGENT_GROUP = "agent settings"
@@ -27,13 +27,20 @@ def add_agent_args(parser: argparse.ArgumentParser) -> None:
     add_endpoint_args(group)
     group.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
     group.add_argument("--mode", choices=["meta", "native"], default=None, help="tool protocol (default: meta)")
-    group.add_argument("--max-turns", type=int, default=20)
+    group.add_argument("--protocol", choices=list(PROTOCOLS), default="reference",
+                       help="reference: behave like the AWM reference agent (default); robust: awm's forgiving "
+                            "variant (format errors reported to the model, any tool-name form)")
+    group.add_argument("--system-prompt", metavar="FILE",
+                       help="the exact system prompt to use (e.g. the one a model was trained with)")
+    group.add_argument("--max-turns", type=int, default=None, help="default 30 (reference) / 20 (robust)")
     group.add_argument("--window", type=int, default=None, help="history window w (keep the last w turns)")
     group.add_argument("--temperature", type=float, default=None)
     group.add_argument("--max-tokens", type=int, default=None)
     group.add_argument("--retries", type=int, default=None, help="endpoint retries per request (default 3)")
-    group.add_argument("--call-timeout", type=float, default=None, help="per tool call, seconds (default 10)")
-    group.add_argument("--episode-timeout", type=float, default=900.0, help="per rollout, seconds")
+    group.add_argument("--call-timeout", type=float, default=None,
+                       help="per tool call, seconds (default 60 reference / 10 robust)")
+    group.add_argument("--episode-timeout", type=float, default=None,
+                       help="per rollout, seconds; 0: no limit (default: none reference / 900 robust)")
     group.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
     group.add_argument("--tool-names", choices=["reference", "prefixed", "plain"], default="reference",
                        help="how list_tools shows tool names (meta mode)")
@@ -51,10 +58,15 @@ def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
 def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
                            endpoint: Endpoint | None = None) -> AgentConfig:
     """The rollout settings; ``mode`` defaults to ``--mode``, then the endpoint's, then meta."""
-    return AgentConfig(mode=mode or args.mode or (endpoint.mode if endpoint else "meta"), max_turns=args.max_turns,
-                       history_window=args.window, call_timeout=args.call_timeout,
-                       episode_timeout=args.episode_timeout, on_format_error=args.on_format_error,
-                       tool_name_style=args.tool_names)
+    try:
+        prompt = read_system_prompt(args.system_prompt, endpoint)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    episode_timeout = PROTOCOL_DEFAULT if args.episode_timeout is None else (args.episode_timeout or None)
+    return AgentConfig(mode=mode or args.mode or (endpoint.mode if endpoint else "meta"), protocol=args.protocol,
+                       max_turns=args.max_turns, history_window=args.window, call_timeout=args.call_timeout,
+                       episode_timeout=episode_timeout, on_format_error=args.on_format_error,
+                       tool_name_style=args.tool_names, system_prompt=prompt)
 
 
 def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint | None:

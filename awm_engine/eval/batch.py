@@ -120,7 +120,7 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     results = out / "results.jsonl"
     if resume:
         compact(results, lambda s: s.get("status") == "ok")
-    agent, rewards = AgentConfig(**config.agent), RewardConfig(**config.rewards)
+    agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
     config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     catalog = Catalog.load(config.data_dirs)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -10,7 +11,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Input, Select, Static, TabbedContent, TabPane
 
-from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config, resolve_endpoint
+from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config, read_system_prompt, resolve_endpoint
 from awm_engine.agent.policies import LLMPolicy
 from awm_engine.agent.rollout import AgentConfig, FormatError, Observation, RolloutFinished
 from awm_engine.data.catalog import Scenario
@@ -140,10 +141,15 @@ class RolloutScreen(Screen):
         run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "agents").resolve()
         self.run_dir = run_dir
         self.state(f"starting an MCP server for {self.scenario.key}…")
+        try:
+            config = AgentConfig(mode=endpoint.mode, system_prompt=read_system_prompt(endpoint=endpoint))
+        except ConfigError as exc:
+            self.running = False
+            self.state(f"[red]{escape(str(exc))}[/red]")
+            return
         policy = LLMPolicy(endpoint)
         try:
-            outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, policy,
-                                        AgentConfig(mode=endpoint.mode), run_dir, backend="mcp", verify_mode="both",
+            outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, policy, config, run_dir, backend="mcp", verify_mode="both",
                                         judge=self.app.judge_endpoint(), on_open=self.episode_opened,
                                         on_event=self.on_step,
                                         meta={"model": endpoint.model, "api_url": endpoint.base_url})
