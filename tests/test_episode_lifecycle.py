@@ -115,7 +115,7 @@ async def test_a_broken_environment_is_a_typed_failure_not_an_exception(tmp_path
 
 
 def test_one_definition_of_environment_error():
-    assert ENVIRONMENT_ERROR_KINDS == {"http_5xx", "internal", "timeout"}
+    assert ENVIRONMENT_ERROR_KINDS == {"http_5xx", "internal", "timeout", "invalid_schema"}
     assert is_environment_error("timeout") and not is_environment_error("http_4xx")
     assert not is_environment_error(None) and not is_environment_error("unknown_tool")
 

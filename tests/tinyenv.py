@@ -131,3 +131,15 @@ async def sleep():
     import time
     time.sleep(120)
 '''
+
+BAD_SCHEMA = '''
+from fastapi import Path as PathParam
+
+@app.get("/api/notes/{note_id}/miles", summary="Miles", description="Path parameter with an OpenAPI-style examples map.", tags=["bad"], operation_id="note_miles", response_model=NoteOut)
+async def note_miles(note_id: int = PathParam(..., description="Note id", examples={"example": {"value": 15}})):
+    session = SessionLocal()
+    row = session.query(Note).filter(Note.id == note_id).first()
+    out = NoteOut(id=row.id, text=row.text)
+    session.close()
+    return out
+'''

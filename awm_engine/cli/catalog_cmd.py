@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -10,6 +11,9 @@ from rich.table import Table as RichTable
 from awm_engine.cli.common import add_data_arg, get_scenario, load_catalog, print_json, stdout
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.catalog_rows import CatalogRow
+from awm_engine.runtime.health import invalid_schemas
+from awm_engine.runtime.openapi_tools import schema_problem_note
+from awm_engine.data.records import VERIFIER_MODES
 
 
 def register(verbs) -> None:
@@ -47,14 +51,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def details(s: Scenario) -> dict:
     tools = s.tools()
+    schema_errors = invalid_schemas(s)
     return {
         **CatalogRow.from_scenario(s).to_dict(), "description": s.description,
         "tables": [{"name": t.name, "columns": [asdict(c) for c in t.columns],
                     "primary_key": t.primary_key, "foreign_keys": [asdict(f) for f in t.foreign_keys],
                     "indexes": t.indexes, "error": t.error} for t in s.tables()],
-        "tools": [asdict(t) for t in tools],
+        "tools": [{**asdict(t), "schema_error": schema_errors.get(t.name)} for t in tools],
         "tasks": [{"index": i, "text": text,
-                   "verifiers": {m: bool(s.verifier_has_code[m].get(i)) for m in ("sql", "code")}}
+                   "verifiers": {m: bool(s.verifier_has_code[m].get(i)) for m in VERIFIER_MODES},
+                   # where each mode's verifier row is: its mode comes from its code, not from the file's name
+                   "verifier_rows": {m: f"{Path(ref.path).name}:{ref.line}" for m in VERIFIER_MODES
+                                     if (ref := s.verifier_refs[m].get(i)) is not None}}
                   for i, text in enumerate(s.tasks)],
     }
 
@@ -81,6 +89,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         if t.get("shadowed_by"):
             stdout.print(f"      [yellow]same method and path as '{escape(t['shadowed_by'])}': over MCP only that name "
                          f"is listed, and its calls reach this handler (fastapi-mcp behaviour)[/yellow]")
+        if t.get("schema_error"):
+            stdout.print(f"      [yellow]{escape(schema_problem_note(t['schema_error']))}[/yellow]")
         for p in t["params"]:
             req = "required" if p["required"] else "optional"
             stdout.print(f"      - {escape(p['name'])}: {escape(p['type'])} ({p['location']}, {req})"

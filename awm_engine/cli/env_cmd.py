@@ -15,8 +15,8 @@ from rich.table import Table as RichTable
 
 from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
 from awm_engine.runtime.envcode import rewrite_code
-from awm_engine.runtime.inprocess import DEFAULT_CALL_TIMEOUT
-from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
+from awm_engine.runtime.openapi_tools import schema_problem_note
 from awm_engine.runtime.pool import EnvPool
 
 
@@ -33,6 +33,7 @@ def register(verbs) -> None:
     where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
     serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
+    add_protocol_arg(serve)
     serve.add_argument("--exit-with-parent", action="store_true",
                        help="stop when the process that started this one exits (used by the TUI)")
     serve.set_defaults(func=cmd_serve)
@@ -49,6 +50,7 @@ def register(verbs) -> None:
     call.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT)
     call.add_argument("--keep", metavar="DIR", help="keep the episode's initial.db/final.db in DIR")
     call.add_argument("--json", action="store_true", help="print the full result record")
+    add_protocol_arg(call)
     call.set_defaults(func=cmd_call)
     test = sub.add_parser("test", help="load environments and call every GET tool once")
     add_data_arg(test)
@@ -57,7 +59,14 @@ def register(verbs) -> None:
     which.add_argument("--all", action="store_true", help="every scenario (the default)")
     test.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
     test.add_argument("--json", action="store_true")
+    add_protocol_arg(test)
     test.set_defaults(func=cmd_test)
+
+
+def add_protocol_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--protocol", choices=list(SCHEMA_CHECKS), default=DEFAULT_SCHEMA_CHECK,
+                        help="reference (default): a tool whose input schema is not valid JSON Schema fails every "
+                             "call as under the reference; robust: such tools run")
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -76,7 +85,8 @@ async def _serve(args: argparse.Namespace) -> int:
         from awm_engine.runtime.ports import free_port
 
         port = free_port()
-    pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log")
+    pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
+                   schema_check=args.protocol)
     await pool.start()
     try:
         try:
@@ -88,7 +98,8 @@ async def _serve(args: argparse.Namespace) -> int:
         session = {"scenario": scenario.key, "task_id": args.task,
                    "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
                    "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
-                   "final_db": str(episode.final_db), "tools": len(episode.tools), "started": time.time()}
+                   "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
+                   "started": time.time()}
         (out / "session.json").write_text(json.dumps(session, indent=2))
         server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
@@ -158,7 +169,7 @@ async def _call(args: argparse.Namespace) -> int:
         raise CliError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise CliError("--args must be a JSON object")
-    async with EnvPool(workers=1, call_timeout=args.timeout) as pool:
+    async with EnvPool(workers=1, call_timeout=args.timeout, schema_check=args.protocol) as pool:
         try:
             episode = await pool.open_episode(scenario, run_dir=Path(args.keep).resolve() if args.keep else None)
         except EnvLoadError as exc:
@@ -182,7 +193,7 @@ async def _test(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
     reports = []
-    async with EnvPool(workers=args.workers) as pool:
+    async with EnvPool(workers=args.workers, schema_check=args.protocol) as pool:
         limit = asyncio.Semaphore(pool.n_workers)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:
@@ -210,6 +221,8 @@ async def _test(args: argparse.Namespace) -> int:
         for r in reports:
             if r.error:
                 stdout.print(f"[red]{r.scenario}: {escape(r.error)}[/red]")
+            for tool, error in r.invalid_schemas.items():
+                stdout.print(f"[yellow]{r.scenario}: {escape(tool)}: {escape(schema_problem_note(error))}[/yellow]")
     return 0 if all(r.loads for r in reports) else 1
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 from awm_engine.data.records import Tool, ToolParam
 
@@ -64,11 +65,9 @@ def _model_fields(cls: ast.ClassDef) -> list[ToolParam]:
     return fields
 
 
-def static_tools(code: str) -> list[Tool]:
-    """Routes of the module in source order with their parameters (path, query, flattened body)."""
-    tree = ast.parse(code)
+def _routes(tree: ast.Module):
+    """Each route of the module: (handler node, method, path, decorator keywords, tool name, [(param, default)])."""
     classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    tools: list[Tool] = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -84,7 +83,7 @@ def static_tools(code: str) -> list[Tool]:
                 continue
             name = _const(kw.get("operation_id")) or _fastapi_default_id(node.name, path, method)
             path_names = set(_PATH_PARAM.findall(path))
-            params: list[ToolParam] = []
+            params: list[tuple[ToolParam, ast.AST | None]] = []
             args = node.args.args
             defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
             for arg, default in zip(args, defaults):
@@ -92,14 +91,22 @@ def static_tools(code: str) -> list[Tool]:
                 kind = _call_name(default)
                 model = classes.get(annotation)
                 if model is not None and kind not in ("Query", "Path"):
-                    params.extend(_model_fields(model))
+                    params.extend((field, None) for field in _model_fields(model))
                     continue
                 location = "path" if arg.arg in path_names or kind == "Path" else "body" if kind == "Body" else "query"
-                params.append(ToolParam(arg.arg, location, annotation, _is_required(default), _description(default)))
-            tools.append(Tool(name=str(name), method=method.upper(), path=path,
-                              summary=str(_const(kw.get("summary")) or ""),
-                              description=str(_const(kw.get("description")) or ""),
-                              params=params, handler=node.name, lineno=node.lineno))
+                params.append((ToolParam(arg.arg, location, annotation, _is_required(default), _description(default)),
+                               default))
+            yield node, method, path, kw, str(name), params
+
+
+def static_tools(code: str) -> list[Tool]:
+    """Routes of the module in source order with their parameters (path, query, flattened body)."""
+    tools: list[Tool] = []
+    for node, method, path, kw, name, params in _routes(ast.parse(code)):
+        tools.append(Tool(name=name, method=method.upper(), path=path,
+                          summary=str(_const(kw.get("summary")) or ""),
+                          description=str(_const(kw.get("description")) or ""),
+                          params=[p for p, _ in params], handler=node.name, lineno=node.lineno))
     tools.sort(key=lambda t: t.lineno)
     last: dict[tuple[str, str], Tool] = {}
     for tool in tools:
@@ -109,6 +116,42 @@ def static_tools(code: str) -> list[Tool]:
         if winner is not tool:
             tool.shadowed_by = winner.name
     return tools
+
+
+_UNKNOWN = object()  # a keyword value that is not a literal
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+
+
+def static_schema_extras(code: str) -> dict[str, dict[str, Any]]:
+    """Per tool, the part of its MCP input schema that FastAPI copies unchecked from the source: literal
+    ``examples=`` and ``json_schema_extra=`` of path and query parameters (``Path(..., examples={...})``).
+    Each value is a partial input schema ``{"type": "object", "properties": {param: {...}}}`` (path parameters
+    first, then query, as in the tool's input schema); tools without such keywords are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for _node, _method, _path, _kw, name, params in _routes(ast.parse(code)):
+        properties: dict[str, Any] = {}
+        for where in ("path", "query"):
+            for param, default in params:
+                if param.location != where or not isinstance(default, ast.Call):
+                    continue
+                keywords = {k.arg: _literal(k.value) for k in default.keywords if k.arg}
+                prop: dict[str, Any] = {}
+                extra = keywords.get("json_schema_extra")
+                if isinstance(extra, dict):
+                    prop.update(extra)
+                if "examples" in keywords and keywords["examples"] is not _UNKNOWN and keywords["examples"] is not None:
+                    prop["examples"] = keywords["examples"]
+                if prop:
+                    properties[param.name] = prop
+        if properties:
+            out[name] = {"type": "object", "properties": properties}
+    return out
 
 
 def handler_source(code: str, tool: Tool) -> str:

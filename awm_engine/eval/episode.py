@@ -91,14 +91,16 @@ async def _maybe_await(value: Any) -> None:
 
 async def open_episode(scenario: Scenario, task_idx: int, run_dir: Path, backend: str = "pool",
                        pool: EnvPool | None = None, data_dirs: list[str] | None = None,
-                       call_timeout: float | None = None) -> EpisodeHandle:
+                       call_timeout: float | None = None, schema_check: str | None = None) -> EpisodeHandle:
     """An episode of ``scenario`` on the chosen backend: ``pool`` (a worker process) or ``mcp`` (a real
-    ``awm env serve`` MCP server for this episode). Raises EnvLoadError when it cannot be opened."""
+    ``awm env serve`` MCP server for this episode). ``schema_check`` (reference | robust; None: the
+    backend's default) is how calls to tools whose input schema is not valid JSON Schema go. Raises
+    EnvLoadError when it cannot be opened."""
     if backend == "mcp":
-        return await McpEpisode.start(scenario.key, run_dir, data_dirs, task_idx, call_timeout)
+        return await McpEpisode.start(scenario.key, run_dir, data_dirs, task_idx, call_timeout, schema_check)
     if backend != "pool":
         raise ValueError(f"unknown backend {backend!r} (pool or mcp)")
-    return await pool.open_episode(scenario, run_dir=run_dir, task_idx=task_idx)
+    return await pool.open_episode(scenario, run_dir=run_dir, task_idx=task_idx, schema_check=schema_check)
 
 
 async def verify_episode(run_dir: Path, verify_mode: str, catalog: Catalog, judge: Endpoint | None = None,
@@ -142,7 +144,8 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
     rollout = None
     try:
         try:
-            episode = await open_episode(scenario, task_idx, run_dir, backend, pool, data_dirs, config.call_timeout)
+            episode = await open_episode(scenario, task_idx, run_dir, backend, pool, data_dirs, config.call_timeout,
+                                         getattr(config, "protocol", "reference"))
         except EnvLoadError as exc:
             return EpisodeOutcome(run_dir, None, None, failure=EpisodeLoadFailure(scenario.key, str(exc)))
         try:

@@ -14,15 +14,30 @@ from typing import Any, Protocol, runtime_checkable
 
 DEFAULT_CALL_TIMEOUT = 10.0
 
+# how calls to a tool whose input schema is not valid JSON Schema are treated: "reference" fails every call
+# with jsonschema's SchemaError text, as the reference's MCP server does; "robust" runs them
+SCHEMA_CHECKS = ("reference", "robust")
+DEFAULT_SCHEMA_CHECK = "reference"
+
 # error kinds of a ToolResult that mean the environment (not the agent) failed
-ENVIRONMENT_ERROR_KINDS = frozenset({"http_5xx", "internal", "timeout"})
+ENVIRONMENT_ERROR_KINDS = frozenset({"http_5xx", "internal", "timeout", "invalid_schema"})
 # error kinds that mean the agent's call was malformed (it never reached a handler)
 CALL_REJECTED_KINDS = frozenset({"unknown_tool", "invalid_arguments", "unknown_function"})
 
 
 def is_environment_error(error_kind: str | None) -> bool:
-    """The one definition of "the environment failed" (5xx, awm-internal failure, or a timed-out handler)."""
+    """The one definition of "the environment failed" (5xx, awm-internal failure, a timed-out handler, or a
+    tool whose input schema is not valid JSON Schema)."""
     return error_kind in ENVIRONMENT_ERROR_KINDS
+
+
+def check_schema_check(value: str | None) -> str:
+    """``value`` if it names a schema-check profile (None: the default); ValueError otherwise."""
+    if value is None:
+        return DEFAULT_SCHEMA_CHECK
+    if value not in SCHEMA_CHECKS:
+        raise ValueError(f"unknown schema check {value!r} (choose from {', '.join(SCHEMA_CHECKS)})")
+    return value
 
 
 @dataclass
@@ -30,7 +45,8 @@ class ToolResult:
     text: str
     is_error: bool = False
     status: int | None = None  # the HTTP status, when a request was made
-    error_kind: str | None = None  # unknown_tool | invalid_arguments | http_4xx | http_5xx | timeout | internal
+    error_kind: str | None = None  # unknown_tool | invalid_arguments | invalid_schema | http_4xx | http_5xx |
+    #                                timeout | internal
     elapsed_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from awm_engine.data.catalog import Scenario
 from awm_engine.data.paths import cache_dir
 from awm_engine.data.schema_examples import example_arguments
 from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.openapi_tools import input_schema_error, static_schema_errors
 from awm_engine.runtime.pool import EnvPool
 
 
@@ -41,6 +42,8 @@ class HealthReport:
     calls_other_error: int = 0
     shared: bool | None = None
     seconds: float = 0.0
+    # tools whose input schema is not valid JSON Schema -> the error every call gets under the reference
+    invalid_schemas: dict[str, str] = field(default_factory=dict)
     calls: list[CallOutcome] = field(default_factory=list)
 
     @property
@@ -68,6 +71,16 @@ def cached_health(scenario: Scenario) -> dict[str, Any] | None:
         return None
 
 
+def invalid_schemas(scenario: Scenario) -> dict[str, str]:
+    """Tools whose input schema is not valid JSON Schema -> the error every call gets under the reference: the
+    loaded schemas' answer from the last ``awm env test`` when cached, else what the source shows statically."""
+    found = static_schema_errors(scenario.code)
+    tested = (cached_health(scenario) or {}).get("invalid_schemas")
+    if isinstance(tested, dict):
+        found = {str(k): str(v) for k, v in tested.items()}
+    return found
+
+
 async def check_scenario(pool: EnvPool, scenario: Scenario) -> HealthReport:
     started = time.perf_counter()
     report = HealthReport(scenario.key, loads=False)
@@ -81,6 +94,10 @@ async def check_scenario(pool: EnvPool, scenario: Scenario) -> HealthReport:
         try:
             tools = episode.list_tools()
             report.tools = len(tools)
+            for tool in tools:
+                error = input_schema_error(tool.get("inputSchema"))
+                if error is not None:
+                    report.invalid_schemas[str(tool.get("name"))] = error
             gets = [t for t in tools if episode.methods.get(t["name"]) == "get"]
             report.get_tools = len(gets)
             for tool in gets:

@@ -29,9 +29,9 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from awm_engine.runtime import envcode
-from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, ToolResult, snapshot_database
+from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, ToolResult, check_schema_check, snapshot_database
 from awm_engine.runtime.asgi_call import asgi_request, encode_request, response_text
-from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, tools_from_openapi
+from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, input_schema_error, tools_from_openapi
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
 STUCK_GRACE = 1.0  # how long an interrupted handler may take to unwind before its thread counts as stuck
@@ -80,6 +80,7 @@ class LoadedEnv:
         self.tools: list[ToolSpec] = tools_from_openapi(self.app.openapi())
         self.tools_by_name = {t.name: t for t in self.tools}
         self._validators: dict[str, Any] = {}
+        self._schema_errors: dict[str, str | None] = {}
         self.session_kwargs: dict[str, Any] = {}
         if self.shared:
             factory = self.module.__dict__[self.fit.session_name]
@@ -93,6 +94,12 @@ class LoadedEnv:
             cls = jsonschema.validators.validator_for(tool.input_schema)
             v = self._validators[tool.name] = cls(tool.input_schema)
         return v
+
+    def schema_error(self, tool: ToolSpec) -> str | None:
+        """Why the tool's input schema is not valid JSON Schema (checked once per tool), or None."""
+        if tool.name not in self._schema_errors:
+            self._schema_errors[tool.name] = input_schema_error(tool.input_schema)
+        return self._schema_errors[tool.name]
 
     def mcp_tools(self) -> list[dict[str, Any]]:
         return [t.to_mcp() for t in self.tools]
@@ -134,9 +141,10 @@ class Episode:
     """An isolated run of one scenario: its own ``initial.db`` and working ``final.db``."""
 
     def __init__(self, env: LoadedEnv, run_dir: Path | str | None = None, episode_id: str | None = None,
-                 attach: bool = False):
+                 attach: bool = False, schema_check: str | None = None):
         self.id = episode_id or uuid.uuid4().hex[:12]
         self.env = env
+        self.schema_check = check_schema_check(schema_check)
         self.run_dir = Path(run_dir) if run_dir else env.workdir / "episodes" / self.id
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.initial_db = self.run_dir / "initial.db"
@@ -201,12 +209,26 @@ class Episode:
         return self.loaded.mcp_tools()
 
     def prepare(self, name: str, arguments: dict[str, Any] | None) -> tuple[ToolSpec | None, ToolResult | None]:
-        """Checks made before any request: known tool, arguments valid against its input schema."""
+        """Checks made before any request: known tool, arguments valid against its input schema.
+
+        A tool whose input schema is not valid JSON Schema fails every call with the schema's error under
+        the ``reference`` schema check (as the reference's MCP server does); ``robust`` runs it, validating
+        the arguments as far as the schema allows."""
         env = self.loaded
         tool = env.tools_by_name.get(name)
         if tool is None:
             return None, ToolResult(f"Unknown tool: {name}", True, error_kind="unknown_tool")
-        error = best_match(env.validator(tool).iter_errors(arguments or {}))
+        reference = self.schema_check == "reference"
+        if reference:
+            schema_error = env.schema_error(tool)
+            if schema_error is not None:
+                return None, ToolResult(schema_error, True, error_kind="invalid_schema")
+        try:
+            error = best_match(env.validator(tool).iter_errors(arguments or {}))
+        except Exception as exc:  # noqa: BLE001 - a schema jsonschema cannot apply (e.g. an unknown type name)
+            if reference:
+                return None, ToolResult(str(exc), True, error_kind="invalid_schema")
+            error = None
         if error is not None:
             return None, ToolResult(f"Input validation error: {error.message}", True, error_kind="invalid_arguments")
         return tool, None
@@ -282,4 +304,5 @@ class _PrivateEnv(LoadedEnv):
         self.tools = shared.tools
         self.tools_by_name = shared.tools_by_name
         self._validators = shared._validators
+        self._schema_errors = shared._schema_errors
         self.session_kwargs = {}

@@ -25,8 +25,9 @@ class ServedEnvironment:
     """An ``awm env serve`` subprocess for one episode, with its session directory."""
 
     def __init__(self, scenario: str, run_dir: Path | str, data_dirs: list[str] | None = None,
-                 task_idx: int | None = None, call_timeout: float | None = None):
+                 task_idx: int | None = None, call_timeout: float | None = None, schema_check: str | None = None):
         self.scenario = scenario
+        self.schema_check = schema_check
         self.run_dir = Path(run_dir).resolve()
         self.data_dirs = data_dirs or []
         self.task_idx = task_idx
@@ -44,6 +45,8 @@ class ServedEnvironment:
             args += ["--task", str(self.task_idx)]
         if self.call_timeout is not None:
             args += ["--timeout", str(self.call_timeout)]
+        if self.schema_check is not None:
+            args += ["--protocol", self.schema_check]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.run_dir / "serve.log", "ab")
         from awm_engine.sandbox.environment import scrubbed_env
@@ -94,9 +97,11 @@ class McpEpisode:
 
     @classmethod
     async def start(cls, scenario: str, run_dir: Path | str, data_dirs: list[str] | None = None,
-                    task_idx: int | None = None, call_timeout: float | None = None) -> "McpEpisode":
-        """Start ``awm env serve`` for this episode and connect to it (EnvLoadError if it cannot start)."""
-        server = ServedEnvironment(scenario, run_dir, data_dirs, task_idx, call_timeout)
+                    task_idx: int | None = None, call_timeout: float | None = None,
+                    schema_check: str | None = None) -> "McpEpisode":
+        """Start ``awm env serve`` for this episode and connect to it (EnvLoadError if it cannot start);
+        ``schema_check`` is the server's ``--protocol``."""
+        server = ServedEnvironment(scenario, run_dir, data_dirs, task_idx, call_timeout, schema_check)
         try:
             await server.start()
         except RuntimeError as exc:
@@ -128,14 +133,14 @@ class McpEpisode:
         except Exception as exc:  # noqa: BLE001 - the server or the connection failed
             return ToolResult(f"Error calling {name}: {type(exc).__name__}: {exc}", True, error_kind="internal")
         text = "\n".join(getattr(c, "text", "") for c in result.content)
-        kind = None
+        meta = getattr(result, "meta", None)
+        awm = meta.get("awm") if isinstance(meta, dict) else None  # what an awm server adds to an error result
+        awm = awm if isinstance(awm, dict) else {}
+        kind = status = None
         if result.is_error:
-            kind = ("unknown_tool" if text.startswith("Unknown tool:") else
-                    "invalid_arguments" if text.startswith("Input validation error") else
-                    "http_5xx" if "Status code: 5" in text else
-                    "http_4xx" if "Status code: 4" in text else
-                    "timeout" if "timed out" in text else "internal")
-        return ToolResult(text, bool(result.is_error), None, kind, (time.perf_counter() - started) * 1000)
+            kind = awm.get("error_kind") if isinstance(awm.get("error_kind"), str) else _error_kind_of(text)
+            status = awm.get("status") if isinstance(awm.get("status"), int) else None
+        return ToolResult(text, bool(result.is_error), status, kind, (time.perf_counter() - started) * 1000)
 
     async def reset(self) -> None:
         if self.server is None:
@@ -162,6 +167,15 @@ class McpEpisode:
         await self._disconnect()
         if self.server is not None:
             await asyncio.to_thread(self.server.stop)
+
+
+def _error_kind_of(text: str) -> str:
+    """The error kind of an error result from a server that does not say (not an awm server)."""
+    return ("unknown_tool" if text.startswith("Unknown tool:") else
+            "invalid_arguments" if text.startswith("Input validation error") else
+            "http_5xx" if "Status code: 5" in text else
+            "http_4xx" if "Status code: 4" in text else
+            "timeout" if "timed out" in text else "internal")
 
 
 def load_session(run_dir: Path | str) -> dict[str, Any]:

@@ -34,7 +34,16 @@ class EpisodeTool(Tool):
             self._log({"time": time.time(), "tool": self.name, "arguments": arguments, "is_error": result.is_error,
                        "status": result.status, "error_kind": result.error_kind,
                        "elapsed_ms": round(result.elapsed_ms, 3)})
-        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
+        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error,
+                             meta=error_meta(result))
+
+
+def error_meta(result: Any) -> dict[str, Any] | None:
+    """``_meta`` of an error result: its kind and HTTP status for awm's own MCP client (the text, which is all a
+    model sees, stays exactly the reference's)."""
+    if not result.is_error:
+        return None
+    return {"awm": {"error_kind": result.error_kind, "status": result.status}}
 
 
 class UnknownToolAsResult(Middleware):

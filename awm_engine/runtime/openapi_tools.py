@@ -13,6 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
+
+from awm_engine.data import codeinfo
+
 HTTP_METHODS = ("get", "post", "put", "delete", "patch")
 _DISPLAY_DROP = ("allOf", "anyOf", "oneOf", "nullable", "discriminator", "readOnly", "writeOnly", "xml", "externalDocs")
 
@@ -168,6 +172,39 @@ def tools_from_openapi(document: dict[str, Any]) -> list[ToolSpec]:
             tools.append(ToolSpec(name=name, description=description, input_schema=input_schema,
                                   method=method, path=path, parameters=params, summary=summary))
     return tools
+
+
+def input_schema_error(schema: Any) -> str | None:
+    """Why ``schema`` is not valid JSON Schema, in the words the reference gives for every call to such a tool.
+
+    The reference's MCP server (mcp's low-level ``call_tool``, under fastapi-mcp) runs
+    ``jsonschema.validate(arguments, inputSchema)``, which first checks the schema itself against its
+    metaschema (``check_schema``); the ``SchemaError`` is caught by the generic handler and its ``str()``
+    becomes the error result. None when the schema is valid. E.g. ``Path(..., examples={"example": {"value":
+    15}})`` gives ``{'example': {'value': 15}} is not of type 'array'`` followed by where it failed.
+    """
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except Exception as exc:  # noqa: BLE001 - SchemaError, or anything else: the reference shows str(exc)
+        return str(exc)
+    return None
+
+
+def static_schema_errors(code: str | None) -> dict[str, str]:
+    """Tools whose input schema is not valid JSON Schema, found without running the code (from literal
+    ``examples=`` / ``json_schema_extra=`` of their parameters): tool name -> ``input_schema_error`` text.
+    A loaded environment's own schemas (``awm env test``) are the exact answer."""
+    try:
+        extras = codeinfo.static_schema_extras(code or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    return {name: error for name, schema in extras.items() if (error := input_schema_error(schema)) is not None}
+
+
+def schema_problem_note(error: str) -> str:
+    """One line for front ends that flag such a tool."""
+    first = error.strip().split("\n", 1)[0] if error.strip() else "?"
+    return f"input schema is not valid JSON Schema: {first}; uncallable under the reference"
 
 
 @dataclass

@@ -25,7 +25,13 @@ from typing import Any
 from awm_engine.data.catalog import Scenario
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime import protocol
-from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult, snapshot_database
+from awm_engine.runtime.episode import (
+    DEFAULT_CALL_TIMEOUT,
+    EnvLoadError,
+    ToolResult,
+    check_schema_check,
+    snapshot_database,
+)
 from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox.environment import scrubbed_env
 
@@ -135,8 +141,9 @@ class PoolEpisode:
     """An episode hosted by a worker process (implements ``episode.EpisodeHandle``)."""
 
     def __init__(self, pool: "EnvPool", scenario: Scenario, info: EpisodeInfo, worker: WorkerProcess,
-                 tools: list[dict[str, Any]], shared: bool):
+                 tools: list[dict[str, Any]], shared: bool, schema_check: str = "reference"):
         self.pool = pool
+        self.schema_check = schema_check
         self.scenario = scenario
         self.info = info
         self.worker = worker
@@ -209,13 +216,17 @@ class PoolEpisode:
 
 
 class EnvPool:
-    """``async with EnvPool() as pool: ep = await pool.open_episode(scenario)``."""
+    """``async with EnvPool() as pool: ep = await pool.open_episode(scenario)``.
+
+    ``schema_check`` (``reference`` or ``robust``) is how episodes treat tools whose input schema is not valid
+    JSON Schema (``runtime.episode.SCHEMA_CHECKS``); ``open_episode`` may choose per episode."""
 
     def __init__(self, workers: int | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
-                 log_path: Path | str | None = None):
+                 log_path: Path | str | None = None, schema_check: str = "reference"):
         self.n_workers = workers or max(1, min(os.cpu_count() or 1, 8))
         self.call_timeout = call_timeout
+        self.schema_check = check_schema_check(schema_check)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_pool_"))
         self.templates = templates or TemplateCache()
@@ -274,19 +285,21 @@ class EnvPool:
 
     async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
                            episode_id: str | None = None, task_idx: int | None = None,
-                           attach: bool = False) -> PoolEpisode:
+                           attach: bool = False, schema_check: str | None = None) -> PoolEpisode:
         """An isolated episode: its own ``initial.db`` and working ``final.db`` in ``run_dir`` (with
-        ``attach``, the databases already in ``run_dir`` are used as they are)."""
+        ``attach``, the databases already in ``run_dir`` are used as they are); ``schema_check`` overrides
+        the pool's for this episode."""
         if task_idx is not None:
             scenario.task(task_idx)  # IndexError for a task that does not exist
+        schema_check = self.schema_check if schema_check is None else check_schema_check(schema_check)
         worker = self._pick(scenario)
         loaded = await self._load(worker, scenario)
         episode_id = episode_id or uuid.uuid4().hex[:12]
         run_dir = Path(run_dir) if run_dir else self.workdir / "episodes" / episode_id
         data = await worker.request("open", wait=60, scenario=scenario.key, run_dir=str(run_dir),
-                                    episode=episode_id, attach=attach)
+                                    episode=episode_id, attach=attach, schema_check=schema_check)
         info = EpisodeInfo(episode_id, scenario.key, run_dir, Path(data["initial_db"]), Path(data["final_db"]))
-        episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"])
+        episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"], schema_check)
         episode.methods = loaded.get("methods", {})
         episode.task_idx = task_idx
         worker.episodes.add(episode_id)
@@ -312,5 +325,5 @@ class EnvPool:
             return
         await self._load(worker, episode.scenario)
         await worker.request("open", wait=60, scenario=episode.scenario.key, run_dir=str(episode.run_dir),
-                             episode=episode.id, attach=True)
+                             episode=episode.id, attach=True, schema_check=episode.schema_check)
         attached.add(episode.id)

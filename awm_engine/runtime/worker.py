@@ -43,7 +43,8 @@ class WorkerState:
         if op == "open":
             env = self.envs[msg["scenario"]]
             episode = await loop.run_in_executor(None, lambda: Episode(env, msg["run_dir"], msg["episode"],
-                                                                             bool(msg.get("attach"))))
+                                                                             bool(msg.get("attach")),
+                                                                             msg.get("schema_check")))
             self.episodes[episode.id] = episode
             return {"initial_db": str(episode.initial_db), "final_db": str(episode.final_db)}
         episode = self.episodes.get(msg.get("episode", ""))

@@ -19,7 +19,8 @@ from textual.widgets.option_list import Option
 from awm_engine.data import codeinfo
 from awm_engine.data.catalog import Scenario
 from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime.health import cached_health
+from awm_engine.runtime.health import cached_health, invalid_schemas
+from awm_engine.runtime.openapi_tools import schema_problem_note
 
 from ..actions import bindings
 
@@ -49,6 +50,7 @@ class EnvironmentScreen(Screen):
         self.scenario = scenario
         self.tables = scenario.tables()
         self.tools = scenario.tools() if scenario.code else []
+        self.schema_errors = invalid_schemas(scenario) if scenario.code else {}
         self.db_path = None
         self.data_table: str | None = None
         self.page = 0
@@ -93,7 +95,8 @@ class EnvironmentScreen(Screen):
         self.query_one("#overview-body", Static).update(self.overview())
         self.fill_schema()
         self.query_one("#tool-list", OptionList).add_options(
-            [Option(Text(f"{t.method:6} {t.name}"), id=str(i)) for i, t in enumerate(self.tools)])
+            [Option(Text(f"{t.method:6} {t.name}" + (" ⚠" if t.name in self.schema_errors else "")), id=str(i))
+             for i, t in enumerate(self.tools)])
         self.query_one("#task-list", OptionList).add_options(
             [Option(Text(f"{i}. {text[:90]}" + ("…" if len(text) > 90 else "")), id=str(i))
              for i, text in enumerate(self.scenario.tasks)])
@@ -298,6 +301,8 @@ class EnvironmentScreen(Screen):
         if tool.shadowed_by:
             parts.append(Text(f"Same method and path as {tool.shadowed_by}: over MCP only that name is listed, "
                               "and calls reach this handler.", style="yellow"))
+        if tool.name in self.schema_errors:
+            parts.append(Text(schema_problem_note(self.schema_errors[tool.name]), style="yellow"))
         params = RichTable(title="Parameters", title_justify="left", expand=True)
         for col in ("name", "in", "type", "required", "description"):
             params.add_column(col)
