@@ -12,6 +12,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.eval.runs import find_rollout_runs
+from awm_engine.sandbox.host import harden_parent
 
 from .actions import ACTIONS, bindings, user_keymap
 from .screens.catalog import CatalogScreen
@@ -132,6 +133,7 @@ class AwmApp(App):
 
 
 def main(argv: list[str] | None = None) -> int:
+    harden_parent()  # nothing this process starts can read its environment (API keys) through /proc
     parser = argparse.ArgumentParser(prog="awm-tui", description="Browse, play and evaluate AWM environments.")
     parser.add_argument("--data", action="append", metavar="DIR",
                         help="AWM data directory (repeatable); default: the bundled sample_envs/")

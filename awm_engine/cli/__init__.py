@@ -12,6 +12,7 @@ import sys
 
 from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
 from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
+from awm_engine.sandbox.host import harden_parent
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    harden_parent()  # nothing this process starts can read its environment (API keys) through /proc
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,17 +1,24 @@
-"""What untrusted code may see: a scrubbed environment for every subprocess awm starts."""
+"""What untrusted code may see of the environment: an exact allow-list of variable names, nothing else.
+
+Names are matched exactly (never by prefix: ``LANGCHAIN_API_KEY`` or ``USER_TOKEN`` must not pass because
+they start like ``LANG`` or ``USER``). Secrets, endpoints and tokens never reach a sandboxed process.
+"""
 from __future__ import annotations
 
 import os
 
-_KEEP_PREFIXES = ("HOME", "USER", "LOGNAME", "PATH", "LANG", "LC_", "TERM", "SHELL", "PWD", "TMPDIR", "TMP", "TEMP",
-                  "TZ", "AWM_CACHE_DIR", "AWM_SAMPLE_ENVS")
-_KEEP_EXACT = {"PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+ALLOWED_NAMES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "TZ",
+    "HOME", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+    "VIRTUAL_ENV", "SYSTEMROOT", "AWM_CACHE_DIR", "AWM_SAMPLE_ENVS", "AWM_VERIFIER_HOST",
+    "AWM_TEMPLATE_MAX_AGE", "AWM_SANDBOX",
+})
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, source: dict[str, str] | None = None) -> dict[str, str]:
-    """Only harmless variables survive (no API keys, tokens or endpoints); ``extra`` is added on top."""
+    """Only the allowed names survive (no API keys, tokens or endpoints); ``extra`` is added on top."""
     source = os.environ if source is None else source
-    env = {k: v for k, v in source.items() if k in _KEEP_EXACT or k.startswith(_KEEP_PREFIXES)}
+    env = {k: v for k, v in source.items() if k in ALLOWED_NAMES}
     env["PYTHONUNBUFFERED"] = "1"
     if extra:
         env.update(extra)
