@@ -103,11 +103,41 @@ async def test_data_tab_pages_and_read_only_sql(tmp_path):
         sql.value = "DELETE FROM items"
         await pilot.press("enter")
         await settle(app, pilot)
-        assert "readonly" in text_of(app, "#data-status").lower()
+        assert "not authorized" in text_of(app, "#data-status").lower()
         sql.value = "SELEC nonsense"
         await pilot.press("enter")
         await settle(app, pilot)
         assert "OperationalError" in text_of(app, "#data-status")
+
+
+async def test_sql_box_denies_attach_and_vacuum_into_and_stops_runaway_queries(tmp_path, monkeypatch):
+    import awm_tui.screens.environment as environment
+
+    monkeypatch.setattr(environment, "SQL_SECONDS", 1.0)
+    data = make_big_table_env(tmp_path / "data")
+    attached, copy = tmp_path / "attached.db", tmp_path / "copy.db"
+    app = AwmApp([str(data)], cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        await pilot.press("ctrl+e")
+        sql = app.screen.query_one("#sql", Input)
+        for statement in (f"ATTACH DATABASE '{attached}' AS x", f"VACUUM INTO '{copy}'"):
+            sql.value = statement
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert "authoriz" in text_of(app, "#data-status").lower(), statement
+        assert not attached.exists() and not copy.exists()
+        sql.value = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "stopped after 1s" in text_of(app, "#data-status")
+        sql.value = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+        await pilot.press("enter")  # still running when the app quits: quitting must not wait for it
+    assert not app.is_running
 
 
 async def test_tools_tab_schema_and_source():

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from awm_engine.db.guard import forbid_attach
+
 
 @dataclass
 class FailedStatement:
@@ -71,7 +73,7 @@ def create_schema(path: Path, db_schema: dict[str, Any], report: BuildReport) ->
         report.fatal = "db_schema has no 'tables' list"
         sqlite3.connect(path).close()
         return
-    conn = sqlite3.connect(path)
+    conn = forbid_attach(sqlite3.connect(path))  # generated SQL may not reach other files
     try:
         cursor = conn.cursor()
         for table in tables:
@@ -99,7 +101,7 @@ def insert_samples(path: Path, sample_data: dict[str, Any], report: BuildReport)
     if not isinstance(tables, list):
         report.fatal = "sample_data has no 'tables' list; the database has its schema only"
         return
-    conn = sqlite3.connect(path)
+    conn = forbid_attach(sqlite3.connect(path))  # generated SQL may not reach other files
     try:
         cursor = conn.cursor()
         cursor.execute("PRAGMA foreign_keys = ON;")

@@ -1,7 +1,9 @@
 """One environment, in tabs: Overview, Schema, Data, Tools, Tasks."""
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import aiosqlite
 from rich.console import Group
@@ -18,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from awm_engine.data import codeinfo
 from awm_engine.data.catalog import Scenario
+from awm_engine.db.guard import Deadline, read_only
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.health import cached_health, invalid_schemas
 from awm_engine.runtime.openapi_tools import schema_problem_note
@@ -26,6 +29,7 @@ from ..actions import bindings
 
 PAGE = 50
 SQL_LIMIT = 500
+SQL_SECONDS = 10.0
 THEME = "ansi_dark"
 
 
@@ -248,13 +252,22 @@ class EnvironmentScreen(Screen):
     async def run_sql(self, sql: str) -> None:
         if self.db_path is None:
             return
+        deadline = Deadline(SQL_SECONDS)
+        self._data_status(f"running… (a new query cancels this one; stopped after {SQL_SECONDS:.0f}s)")
         try:
             async with aiosqlite.connect(self._uri(), uri=True) as db:
-                cursor = await db.execute(sql)
-                rows = await cursor.fetchmany(SQL_LIMIT)
+                await db.set_authorizer(read_only)  # no writes, no ATTACH, no VACUUM INTO
+                await db.set_progress_handler(deadline, 10_000)  # a runaway query stops, quitting always works
+                try:
+                    cursor = await db.execute(sql)
+                    rows = await cursor.fetchmany(SQL_LIMIT)
+                except asyncio.CancelledError:
+                    deadline.cancel()
+                    raise
                 names = [d[0] for d in cursor.description or []]
         except Exception as exc:  # noqa: BLE001 - a bad query is the user's to fix
-            self._data_status(f"[red]{escape(type(exc).__name__)}: {escape(str(exc))}[/red]")
+            why = f"stopped after {SQL_SECONDS:.0f}s" if deadline.expired() else f"{type(exc).__name__}: {exc}"
+            self._data_status(f"[red]{escape(why)}[/red]")
             return
         self._show_rows(names, rows)
         more = " (first 500)" if len(rows) == SQL_LIMIT else ""
