@@ -27,6 +27,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from awm_engine.runtime.http_guard import LoopbackGuard
+
 SCRIPT_KEYS = {"model", "responses", "rules"}
 
 
@@ -172,7 +174,8 @@ class FakeLLMServer:
     def __enter__(self) -> "FakeLLMServer":
         import uvicorn
 
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(LoopbackGuard(self.app, self.port), host="127.0.0.1", port=self.port,
+                                log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -191,4 +194,4 @@ class FakeLLMServer:
 def serve(script: Path | str, port: int) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(script), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(LoopbackGuard(create_app(script), port), host="127.0.0.1", port=port, log_level="warning")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import sys
 import time
@@ -34,6 +35,9 @@ def register(verbs) -> None:
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
     serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
     add_protocol_arg(serve)
+    serve.add_argument("--token", nargs="?", const="auto", metavar="TOKEN",
+                       help="require 'Authorization: Bearer TOKEN' (no value: generate one and print it; "
+                            "the AWM_SERVE_TOKEN variable also sets it)")
     serve.add_argument("--exit-with-parent", action="store_true",
                        help="stop when the process that started this one exits (used by the TUI)")
     serve.set_defaults(func=cmd_serve)
@@ -85,6 +89,14 @@ async def _serve(args: argparse.Namespace) -> int:
         from awm_engine.runtime.ports import free_port
 
         port = free_port()
+    if not args.stdio and not port_is_free(port):
+        raise CliError(f"port {port} on {HOST} is already in use (pick another with --port, or --port 0)",
+                       PORT_BUSY)
+    token = args.token or os.environ.get("AWM_SERVE_TOKEN")
+    if token == "auto":
+        token = secrets.token_urlsafe(24)
+        if not args.stdio:
+            stderr.print(f"bearer token: {token}")
     pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
                    schema_check=args.protocol)
     await pool.start()
@@ -103,7 +115,7 @@ async def _serve(args: argparse.Namespace) -> int:
         (out / "session.json").write_text(json.dumps(session, indent=2))
         server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
-        main = asyncio.create_task(serve_stdio(server) if args.stdio else serve_http(server, port))
+        main = asyncio.create_task(serve_stdio(server) if args.stdio else serve_http(server, port, token))
         if not args.stdio:
             stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
         if args.exit_with_parent:
@@ -119,9 +131,21 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _watch_parent(task: asyncio.Task) -> None:
-    import os
+PORT_BUSY = 3  # `awm env serve` exit code: the port is taken (nothing was started, no URL printed)
 
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+async def _watch_parent(task: asyncio.Task) -> None:
     parent = os.getppid()
     while not task.done():
         await asyncio.sleep(1.0)

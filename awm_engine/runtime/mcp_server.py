@@ -18,6 +18,8 @@ from fastmcp.tools.base import ToolResult as McpToolResult
 from mcp.types import TextContent
 from pydantic import PrivateAttr
 
+from awm_engine.runtime.http_guard import LoopbackGuard
+
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
 
@@ -79,9 +81,14 @@ def build_server(episode: Any, name: str, log_path: Path | None = None) -> FastM
     return server
 
 
-async def serve_http(server: FastMCP, port: int) -> None:
+async def serve_http(server: FastMCP, port: int, token: str | None = None) -> None:
+    """Streamable HTTP on 127.0.0.1 only; a foreign Host or Origin is refused (DNS rebinding), and with
+    ``token`` every request needs ``Authorization: Bearer <token>``."""
+    from starlette.middleware import Middleware as AsgiMiddleware
+
     await server.run_http_async(transport="http", host=HOST, port=port, path=MCP_PATH, show_banner=False,
-                                log_level="warning")
+                                log_level="warning", host_origin_protection=True,
+                                middleware=[AsgiMiddleware(LoopbackGuard, port=port, token=token)])
 
 
 async def serve_stdio(server: FastMCP) -> None:

@@ -78,6 +78,10 @@ def main() -> None:
             os.closerange(3, 1 << 16)  # hold none of the target's descriptors (its socket, its files)
             code = reap_until(child)
             os._exit(code if code >= 0 else 128 - code)
+        os.setpgid(0, 0)  # signals to the sandbox's group reach the target once, through pid 1
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
     confine(spec)
     run_target(argv)
 

@@ -90,7 +90,10 @@ class Sandbox:
         env.update(self.policy.env)
         inner = [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(self.spec(writable)), "--", *argv]
         if self.protections.proc_isolated:
-            return [host.unshare_path(), *host.namespace_flags(self.policy.network), "--", *inner], env
+            # unshare itself ignores INT/TERM/HUP (it would otherwise die and take the sandbox down at once):
+            # pid 1 inside forwards them to the target, so a polite stop stays polite
+            return ["/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$@"', "awm-sandbox", host.unshare_path(),
+                    *host.namespace_flags(self.policy.network), "--", *inner], env
         return inner, env
 
     def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:

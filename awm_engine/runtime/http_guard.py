@@ -1,0 +1,57 @@
+"""An ASGI guard for the HTTP servers awm runs on loopback (MCP environments, the scripted LLM).
+
+A web page can reach a loopback server through DNS rebinding (its own host name resolving to 127.0.0.1)
+or a cross-origin request; the guard answers 421 to any ``Host`` that is not a loopback name of this
+server, 403 to any ``Origin`` that is not this server's own, and — when a token is set — 401 to a request
+without ``Authorization: Bearer <token>``.
+"""
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_hosts(port: int) -> set[str]:
+    return {f"{name}:{port}" for name in LOOPBACK_NAMES} | set(LOOPBACK_NAMES)
+
+
+def allowed_origins(port: int) -> set[str]:
+    return {f"{scheme}://{name}:{port}" for scheme in ("http", "https") for name in LOOPBACK_NAMES}
+
+
+class LoopbackGuard:
+    def __init__(self, app: Any, port: int, token: str | None = None):
+        self.app = app
+        self.port = port
+        self.token = token
+        self.hosts = allowed_hosts(port)
+        self.origins = allowed_origins(port)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        if headers.get("host", "").lower() not in self.hosts:
+            await _reply(send, 421, "Misdirected Request: this server answers only to its loopback address")
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin.lower() not in self.origins:
+            await _reply(send, 403, "Forbidden Origin")
+            return
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                await _reply(send, 401, "Unauthorized: a bearer token is required", {"www-authenticate": "Bearer"})
+                return
+        await self.app(scope, receive, send)
+
+
+async def _reply(send, status: int, text: str, extra: dict[str, str] | None = None) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
