@@ -4,13 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup tui test bench screenshots clean
+.PHONY: setup tui test bench screenshots clean constraints
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "awm needs Python 3.11+"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -31,3 +31,7 @@ screenshots: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# refresh constraints.txt (the tested versions every set-up installs) from the current .venv
+constraints: $(STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^ruff==' > constraints.txt

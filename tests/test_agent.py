@@ -61,7 +61,7 @@ def judge_rule(content):
 
 
 @pytest.mark.parametrize("mode", ["meta", "native"])
-def test_scripted_llm_on_a_real_environment_then_sql_verify_with_judge(awm_real, tmp_path, mode, capsys):
+def test_scripted_llm_on_a_real_environment_then_verify(awm_real, tmp_path, mode, capsys):
     if mode == "meta":
         responses = [{"content": "<think>start by listing</think>" + call("list_tools", None)},
                      {"content": tool_call("fetch_my_donation_history", {})},
@@ -101,14 +101,13 @@ def test_scripted_llm_on_a_real_environment_then_sql_verify_with_judge(awm_real,
         assert awm(["verify", str(run_dir), "--mode", "sql", "--judge-base-url", llm.url, "--judge-model", "judge",
                     "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
-    assert report["label"] == "complete" and report["reward"] == 1.0 and report["has_verdict"]
-    assert report["sql"]["label"] == "incomplete"  # the placeholder before the judge
-    ref = json.loads((run_dir / "verify.sql.json").read_text())
-    assert ref["reward_type"] == "incomplete" and ref["llm_judge"]["classification"] == "complete"
-    judge_request = next(r for r in llm.requests if "verification_json" in r["messages"][-1]["content"])
-    user = judge_request["messages"][1]["content"]
-    assert user.startswith("task_json:\n") and "\n\nverification_json:\n" in user
-    assert '"code_execution_result"' in user and '"verifier_reasoning"' in user
+        judged = [r for r in llm.requests if "verification_json" in r["messages"][-1]["content"]]
+    # real pipeline output holds code-mode verifiers only (in gen_verifier.jsonl): the code-mode verifier decides and
+    # the judge is not asked (the judge's request: tests/test_verify.py)
+    assert report["has_verdict"] and report["code"]["function"] == "verify_task_completion" and judged == []
+    assert report["sql"] is None and report["judge"] is None and "no sql-mode verifier" in report["note"]
+    ref = json.loads((run_dir / "verify.code.json").read_text())
+    assert ref["mode"] == "code" and ref["reward_type"] == report["label"] in ("complete", "others")
 
 
 def test_verify_without_judge_falls_back_to_code_mode(tmp_path, capsys):

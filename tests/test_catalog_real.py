@@ -23,7 +23,7 @@ def test_three_real_scenarios_with_ten_tasks(awm_real):
     assert catalog.issues == []
     for s in catalog:
         assert len(s.tasks) == 10
-        assert s.verifier_coverage("sql") == 10
+        assert s.verifier_coverage("code") == 10 and s.verifier_coverage("sql") == 0  # code mode, in gen_verifier.jsonl
         assert s.table_count == len(s.tables())
     assert catalog.get("SurveyMonkey Apply").name == "SurveyMonkey Apply"
 
@@ -47,7 +47,7 @@ def test_cli_catalog_list_json(awm_real, capsys):
     assert set(rows) == {"gofundme", "rover", "surveymonkey_apply"}
     assert {k: r["tasks"] for k, r in rows.items()} == {"gofundme": 10, "rover": 10, "surveymonkey_apply": 10}
     assert {k: r["tools"] for k, r in rows.items()} == {"gofundme": 11, "rover": 17, "surveymonkey_apply": 26}
-    assert all(r["verifiers"]["sql"] == 10 for r in rows.values())
+    assert all(r["verifiers"] == {"sql": 0, "code": 10} for r in rows.values())
 
 
 def test_cli_catalog_show(awm_real, capsys):
@@ -70,8 +70,8 @@ def test_unknown_scenario_is_a_usage_error(awm_real, capsys):
 
 def test_verifier_records(awm_real):
     s = Catalog.load([awm_real]).get("rover")
-    v = s.verifier(3, "sql")
-    assert v.task_idx == 3 and v.has_code
-    assert v.function_name.startswith("verify_")
+    v = s.verifier(3, "code")  # real pipeline output: code-mode verifiers under the sql-mode file name
+    assert v.task_idx == 3 and v.has_code and v.mode == "code"
+    assert v.function_name == "verify_task_completion" and v.source.path.endswith("/gen_verifier.jsonl")
     assert "reasoning" in v.meta
-    assert s.verifier(3, "code") is None
+    assert s.verifier(3, "sql") is None

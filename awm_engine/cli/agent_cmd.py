@@ -11,10 +11,18 @@ from rich.markup import escape
 from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
 from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
-from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr
+from awm_engine.cli.common import (
+    CliError,
+    add_data_arg,
+    get_scenario,
+    load_catalog,
+    print_json,
+    print_warning,
+    stderr,
+)
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
-from awm_engine.eval.episode import POLICIES, make_policy, run_episode
+from awm_engine.eval.episode import POLICIES, make_policy, run_episode, verification_warnings
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import verify_run
 
@@ -98,11 +106,14 @@ async def _agent_run(args: argparse.Namespace) -> int:
     meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
             "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}
     verify_mode = None if args.verify == "none" else args.verify
+    judge = _judge(args) if verify_mode == "sql" else None
+    for warning in verification_warnings(catalog, [(scenario.key, args.task)], verify_mode, judge is not None):
+        print_warning(warning)
     if not args.quiet and not args.json:
         stderr.print(f"[bold]{scenario.key}[/bold] task {args.task}: {escape(scenario.tasks[args.task])}")
     try:
         outcome = await run_episode(catalog, scenario, args.task, policy, config, args.out, verify_mode=verify_mode,
-                                    judge=_judge(args) if verify_mode == "sql" else None, rewards=RewardConfig(),
+                                    judge=judge, rewards=RewardConfig(),
                                     meta=meta, on_event=None if (args.quiet or args.json) else _print_event)
     finally:
         if hasattr(policy, "aclose"):
@@ -139,8 +150,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(f"{report.scenario} task {report.task_id}: label {report.label}, reward {report.reward}"
               + (f" ({report.note})" if report.note else ""))
-        if report.judge and report.judge.get("judge_result", {}).get("reasoning"):
-            print("judge:", report.judge["judge_result"]["reasoning"][:500])
+        reasoning = ((report.judge or {}).get("judge_result") or {}).get("reasoning")
+        if reasoning:
+            print("judge:", str(reasoning)[:500])
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
@@ -50,6 +51,11 @@ def get_scenario(catalog: Catalog, name: str):
         return catalog.get(name)
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
+
+
+def print_warning(message: str) -> None:
+    """One ``warning: …`` line on stderr (before a run: what it will not be able to do as asked)."""
+    stderr.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

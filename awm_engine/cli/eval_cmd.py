@@ -10,10 +10,10 @@ from rich.table import Table as RichTable
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
-from awm_engine.cli.common import CliError, add_data_arg, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, add_data_arg, print_json, print_warning, stderr, stdout
 from awm_engine.cli.options import add_agent_args, agent_config_from_args, endpoint_from_args, judge_from_args
 from awm_engine.data.paths import sample_envs_dir
-from awm_engine.eval.batch import EvalConfig, run_evaluation
+from awm_engine.eval.batch import EvalConfig, preflight, run_evaluation
 from awm_engine.eval.report import COMPARED, aggregates, compare_runs, fmt, markdown, pass_ks, run_metadata
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
 
@@ -101,6 +101,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.resume or args.out)
     if args.out and (out / "results.jsonl").exists():
         raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
+    try:  # refusals and warnings before the run starts (run_evaluation checks again and records the warnings)
+        for warning in preflight(config, judge).warnings:
+            print_warning(warning)
+    except PolicyError as exc:
+        raise CliError(str(exc)) from None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
         job = bar.add_task("evaluating", total=None, stats="")

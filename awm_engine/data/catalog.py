@@ -7,6 +7,11 @@ their code. Indexes are cached per file version under the cache directory.
 Duplicate normalized names follow the reference (spec/awm-format.md §1.3): tasks, schema, sample
 data and verifiers take the first row (``find_scenario_entry``); environment code and API spec take
 the last row (dicts keyed by normalized name). Every duplicate is reported as a warning.
+
+A verifier row's mode (sql or code) is classified by its code (``records.verifier_mode``), whichever of
+``gen_verifier.jsonl`` and ``gen_verifier.pure_code.jsonl`` holds it: real pipeline output keeps code-mode
+verifiers under the sql-mode file name (spec §9.1). Per (scenario, task, mode), each file's first row wins;
+when both files have one, the file whose name is that mode's default wins.
 """
 from __future__ import annotations
 
@@ -22,7 +27,18 @@ from awm_engine.data import codeinfo
 from awm_engine.data.jsonl import JsonlError, iter_jsonl, read_line_at
 from awm_engine.data.names import normalize_scenario_name
 from awm_engine.data.paths import cache_dir, sample_envs_dir
-from awm_engine.data.records import VERIFIER_MODES, Column, ForeignKey, LoadIssue, RowRef, Table, Task, Tool, Verifier
+from awm_engine.data.records import (
+    VERIFIER_MODES,
+    Column,
+    ForeignKey,
+    LoadIssue,
+    RowRef,
+    Table,
+    Task,
+    Tool,
+    Verifier,
+    verifier_mode,
+)
 
 FILES = {
     "scenario": "gen_scenario.jsonl",
@@ -36,11 +52,12 @@ FILES = {
     "solutions": "reference_solutions.jsonl",
 }
 LAST_WINS = {"spec", "envs"}
+_FILE_MODE = {"verifier_sql": "sql", "verifier_code": "code"}  # the mode each verifier file's name stands for
 _WINNER_NOTE = {"envs": "last wins, as awm.core.server", "spec": "last wins, as the generation stages",
                 "scenario": "first wins", "tasks": "first wins, as find_scenario_entry",
                 "db": "first wins, as find_scenario_entry", "sample": "first wins, as find_scenario_entry",
                 "solutions": "first wins"}
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: verifier rows carry the mode classified from their code
 
 
 @dataclass
@@ -71,8 +88,9 @@ def _extra(kind: str, data: dict[str, Any]) -> dict[str, Any]:
         return {"insert_count": sum(len(t.get("insert_statements") or []) for t in tables if isinstance(t, dict))
                 if isinstance(tables, list) else None}
     if kind.startswith("verifier"):
-        code = (data.get("verification") or {}).get("code") if isinstance(data.get("verification"), dict) else None
-        return {"has_code": isinstance(code, str) and len(code.strip()) >= 10}
+        code = data["verification"].get("code") if isinstance(data.get("verification"), dict) else None
+        return {"has_code": isinstance(code, str) and len(code.strip()) >= 10,
+                "mode": verifier_mode(code, _FILE_MODE[kind])}
     return {}
 
 
@@ -188,11 +206,13 @@ class Scenario:
         return Task(self.key, index, self.tasks[index])
 
     def verifier(self, index: int, mode: str = "sql") -> Verifier | None:
-        ref = self.verifier_refs[mode].get(index)
+        """This task's verifier of ``mode`` (classified by its code, from either verifier file), or None."""
+        ref = self.verifier_refs.get(mode, {}).get(index)
         if ref is None:
             return None
         data = read_line_at(ref.path, ref.offset)
-        verification = data.get("verification") if isinstance(data.get("verification"), dict) else {}
+        verification = data.get("verification") if isinstance(data, dict) and isinstance(data.get("verification"),
+                                                                                          dict) else {}
         return Verifier(self.key, index, mode, verification.get("code"), verification.get("raw_response"), ref)
 
     def solution(self, index: int) -> dict[str, Any] | None:
@@ -300,6 +320,8 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
         return
     local: dict[str, Scenario] = {}
     seen: dict[tuple[str, Any], IndexEntry] = {}
+    verifier_rows: dict[tuple[str, str, str], dict[int, RowRef]] = {}  # (scenario, mode, file kind) -> task -> row
+    verifier_code: dict[tuple[str, int], bool] = {}  # (path, line) -> the row has usable code
 
     def scenario_for(key: str) -> Scenario:
         if key not in local:
@@ -323,15 +345,20 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
                     issues.append(LoadIssue("warning", f"task_idx {idx!r} is not an integer; no task can match it",
                                             key, str(path), entry.line))
                     continue
-                target = scenario.solution_refs if kind == "solutions" else scenario.verifier_refs[kind[9:]]
+                if kind == "solutions":
+                    target, what = scenario.solution_refs, ""
+                else:  # verifiers: first row per (task, mode) of this file; files are weighed in _resolve_verifiers
+                    mode = entry.extra.get("mode")
+                    mode = mode if mode in VERIFIER_MODES else _FILE_MODE[kind]
+                    target, what = verifier_rows.setdefault((key, mode, kind), {}), f"{mode}-mode verifier; "
                 if idx in target:
-                    issues.append(LoadIssue("warning", f"duplicate row for task {idx} (first at line "
+                    issues.append(LoadIssue("warning", f"duplicate row for task {idx} ({what}first at line "
                                             f"{target[idx].line}); using the first, as find_scenario_entry",
                                             key, str(path), entry.line))
                     continue
                 target[idx] = ref
                 if kind != "solutions":
-                    scenario.verifier_has_code[kind[9:]][idx] = bool(entry.extra.get("has_code"))
+                    verifier_code[ref.path, ref.line] = bool(entry.extra.get("has_code"))
                 continue
             previous = seen.get((kind, key))
             if previous is not None:
@@ -358,6 +385,7 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
             if kind != "scenario" and "scenario" not in scenario.refs and scenario.name == key:
                 scenario.name = entry.raw_name
 
+    _resolve_verifiers(local, verifier_rows, verifier_code, issues)
     for key, scenario in local.items():
         if key in scenarios:
             issues.append(LoadIssue("warning", f"also defined in {scenarios[key].data_dir}; keeping that one",
@@ -365,6 +393,27 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
             continue
         _check_complete(scenario, present, issues)
         scenarios[key] = scenario
+
+
+def _resolve_verifiers(local: dict[str, Scenario], rows: dict[tuple[str, str, str], dict[int, RowRef]],
+                       has_code: dict[tuple[str, int], bool], issues: list[LoadIssue]) -> None:
+    """Each scenario's verifier per (task, mode): when both files have one, the file named for that mode wins
+    (the reference reads ``gen_verifier.jsonl`` in sql mode and ``gen_verifier.pure_code.jsonl`` in code mode)."""
+    for key, scenario in local.items():
+        for mode in VERIFIER_MODES:
+            preferred = f"verifier_{mode}"
+            other = next(k for k in _FILE_MODE if k != preferred)
+            chosen = dict(rows.get((key, mode, other), {}))
+            for idx, ref in rows.get((key, mode, preferred), {}).items():
+                if idx in chosen:
+                    issues.append(LoadIssue(
+                        "warning", f"{mode}-mode verifier for task {idx} in both {FILES[preferred]} (line {ref.line}) "
+                        f"and {FILES[other]} (line {chosen[idx].line}); using {FILES[preferred]}, the {mode}-mode "
+                        "default", key, ref.path, ref.line))
+                chosen[idx] = ref
+            for idx in sorted(chosen):
+                scenario.verifier_refs[mode][idx] = chosen[idx]
+                scenario.verifier_has_code[mode][idx] = has_code.get((chosen[idx].path, chosen[idx].line), False)
 
 
 def _check_complete(scenario: Scenario, present: dict[str, Path], issues: list[LoadIssue]) -> None:

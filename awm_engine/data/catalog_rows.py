@@ -19,8 +19,8 @@ class CatalogRow:
     tools: int | None  # None: the code row is missing or unreadable
     tasks: int
     sample_rows: int | None
-    sql_verifiers: int  # tasks with a usable sql-mode verifier
-    code_verifiers: int  # tasks with a usable code-mode verifier
+    sql_verifiers: int  # tasks with a usable sql-mode verifier (the mode its code defines, from either file)
+    code_verifiers: int  # tasks with a usable code-mode verifier (idem)
     reference_solutions: int
     data_dir: str
     issues: tuple[str, ...] = ()

@@ -7,6 +7,26 @@ from typing import Any
 
 VERIFIER_MODES = ("sql", "code")
 DEFAULT_VERIFIER_FUNCTION = {"sql": "verify_task", "code": "verify_task_completion"}
+MODE_OF_FUNCTION = {name: mode for mode, name in DEFAULT_VERIFIER_FUNCTION.items()}
+
+
+def verifier_function(code: Any) -> str | None:
+    """The function a verifier's code defines, as the reference finds it (spec §6.2): the first line that, after
+    stripping, starts with ``def verify_`` and contains '('; None when there is none (or ``code`` is no string)."""
+    if not isinstance(code, str):
+        return None
+    for line in code.split("\n"):
+        line = line.strip()
+        if line.startswith("def verify_") and "(" in line:
+            return line.split("(")[0].replace("def ", "").strip()
+    return None
+
+
+def verifier_mode(code: Any, default: str) -> str:
+    """A verifier row's mode comes from its code, not from the file it is in (spec §2.8, §9.1): a first
+    ``def verify_`` line defining ``verify_task_completion`` is code mode, ``verify_task`` sql mode; anything else
+    (no such line, another name, no code at all) keeps ``default``, the mode of the file's name."""
+    return MODE_OF_FUNCTION.get(verifier_function(code) or "", default)
 
 
 @dataclass
@@ -102,9 +122,9 @@ class Tool:
 class Verifier:
     scenario: str
     task_idx: int
-    mode: str  # "sql" or "code"
-    code: str | None
-    raw_response: str | None
+    mode: str  # "sql" or "code": the row's mode, classified by its code (``verifier_mode``)
+    code: Any  # python source; anything else (None, a number…) is "no valid code", as in the reference
+    raw_response: Any
     source: RowRef | None = None
 
     @property
@@ -114,16 +134,14 @@ class Verifier:
     @property
     def function_name(self) -> str:
         """The first line that starts with ``def verify_`` and has '(' names the function (spec §6.2)."""
-        for line in (self.code or "").splitlines():
-            stripped = line.strip()
-            if stripped.startswith("def verify_") and "(" in stripped:
-                return stripped[4:stripped.index("(")].strip()
-        return DEFAULT_VERIFIER_FUNCTION[self.mode]
+        return verifier_function(self.code) or DEFAULT_VERIFIER_FUNCTION.get(self.mode, "verify_task")
 
     @property
     def meta(self) -> dict[str, Any]:
         """``raw_response`` parsed (reasoning, criteria, key checks); {} when absent or unparseable."""
-        if not self.raw_response:
+        if isinstance(self.raw_response, dict):
+            return self.raw_response
+        if not isinstance(self.raw_response, str) or not self.raw_response:
             return {}
         try:
             data = json.loads(self.raw_response)

@@ -21,7 +21,7 @@ from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import METADATA, EvalConfig  # EvalConfig is defined with the run formats
-from awm_engine.eval.episode import make_policy, run_episode
+from awm_engine.eval.episode import make_policy, missing_solutions, run_episode, verification_warnings
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
 from awm_engine.runtime.pool import EnvPool
@@ -111,11 +111,38 @@ def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None =
     return data
 
 
+@dataclass
+class Preflight:
+    """What an evaluation will run, known before anything is written."""
+
+    catalog: Catalog
+    items: list[tuple[str, int, int]]  # (scenario key, task, sample)
+    warnings: list[str]  # selected tasks the chosen verification cannot verify as asked
+
+
+def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
+    """The work of ``config`` and its warnings; ``PolicyError`` (a refusal) for an unknown scenario or when
+    ``--policy oracle`` has no reference solution for some selected task."""
+    catalog = Catalog.load(config.data_dirs)
+    try:
+        items = work_items(catalog, config)
+    except KeyError as exc:
+        raise PolicyError(str(exc.args[0]), "config") from None
+    tasks = [(key, task) for key, task, _ in items]
+    if config.policy == "oracle" and (problem := missing_solutions(catalog, tasks)):
+        raise PolicyError(problem, "config")
+    return Preflight(catalog, items, verification_warnings(
+        catalog, tasks, None if config.verify == "none" else config.verify, judge is not None))
+
+
 async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint | None = None,
                          judge: Endpoint | None = None, resume: bool = False,
                          on_progress: Callable[[Progress, dict | None], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) an evaluation into ``out``; returns the final metadata."""
+    """Run (or resume) an evaluation into ``out``; returns the final metadata (the preflight's warnings under
+    ``warnings``). A refusal of the preflight (``PolicyError``) leaves ``out`` untouched."""
     out = Path(out).resolve()
+    checked = preflight(config, judge)
+    catalog, items, warnings = checked.catalog, checked.items, checked.warnings
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
     if resume:
@@ -123,11 +150,10 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
     config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    catalog = Catalog.load(config.data_dirs)
+    run_facts = {"warnings": warnings}
     index = ResultsIndex(results)
     index.refresh()
     done_ids = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
-    items = work_items(catalog, config)
     todo = [it for it in items if rollout_id(*it) not in done_ids]
     progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))
     for e in index.entries.values():
@@ -186,7 +212,8 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
                 on_progress(progress, record)
             if time.time() - last_meta > 5:
                 last_meta = time.time()
-                write_metadata(out, config, {"running": True, "elapsed_s": time.time() - progress.started}, index)
+                write_metadata(out, config, {"running": True, "elapsed_s": time.time() - progress.started,
+                                             **run_facts}, index)
 
     try:
         await asyncio.gather(*(one(*item) for item in todo))
@@ -196,5 +223,5 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
             await shared_policy.aclose()
         await pool.close()
         write_metadata(out, config, {"running": False, "elapsed_s": time.time() - progress.started,
-                                     "complete": progress.done == progress.total}, index)
+                                     "complete": progress.done == progress.total, **run_facts}, index)
     return json.loads((out / "metadata.json").read_text())

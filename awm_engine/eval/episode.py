@@ -7,7 +7,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import (
@@ -114,6 +114,60 @@ async def verify_episode(run_dir: Path, verify_mode: str, catalog: Catalog, judg
     return await verify_run(run_dir, verify_mode, catalog, judge, rewards)
 
 
+def _where(tasks: list[tuple[str, int]]) -> str:
+    """``gofundme (10 tasks), rover (task 3)``: at most five scenarios named."""
+    by_scenario: dict[str, list[int]] = {}
+    for key, task in tasks:
+        by_scenario.setdefault(key, []).append(task)
+    names = [f"{key} (task {ts[0]})" if len(ts) == 1 else f"{key} ({len(ts)} tasks)" for key, ts in by_scenario.items()]
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more scenarios" if len(names) > 5 else "")
+
+
+def verification_warnings(catalog: Catalog, tasks: Iterable[tuple[str, int]], verify_mode: str | None,
+                          judge: bool) -> list[str]:
+    """Before a run: the selected (scenario key, task) pairs that the chosen verification cannot verify as asked
+    (``judge``: a judge is configured). Verifiers count by the mode their code defines (``Scenario.verifier``)."""
+    if verify_mode in (None, "none"):
+        return []
+    tasks = sorted(set(tasks))
+
+    def has(mode: str, key: str, task: int) -> bool:
+        return bool(catalog.get(key).verifier_has_code[mode].get(task))
+
+    warnings = []
+    judged = verify_mode in ("sql", "both") and judge
+    if judged:
+        no_sql = [t for t in tasks if not has("sql", *t)]
+        fallback = [t for t in no_sql if has("code", *t)]
+        if fallback:
+            warnings.append(f"--verify {verify_mode} with a judge: {len(fallback)} of {len(tasks)} selected tasks have "
+                            f"no sql-mode verifier (verify_task) for the judge ({_where(fallback)}); their code-mode "
+                            "verifier decides instead")
+        no_verdict = [t for t in no_sql if not has("code", *t)]
+    else:
+        no_verdict = [t for t in tasks if not has("code", *t)]
+    if no_verdict:
+        what = "no verifier in either mode" if judged else "no code-mode verifier (verify_task_completion)" + (
+            "" if verify_mode == "code" else ", which sql mode uses when no judge is configured")
+        with_sql = sum(has("sql", *t) for t in no_verdict)
+        hint = (f"; {with_sql} of them have an sql-mode verifier: use --verify sql with a judge (--judge-endpoint)"
+                if with_sql and not judged else "")
+        warnings.append(f"--verify {verify_mode}: {len(no_verdict)} of {len(tasks)} selected tasks have {what} "
+                        f"({_where(no_verdict)}); they will end judge_error (no verdict){hint}")
+    return warnings
+
+
+def missing_solutions(catalog: Catalog, tasks: Iterable[tuple[str, int]]) -> str | None:
+    """Why ``--policy oracle`` cannot run the selected (scenario key, task) pairs, or None when it can."""
+    tasks = sorted(set(tasks))
+    missing = [(key, task) for key, task in tasks if task not in catalog.get(key).solution_refs]
+    if not missing:
+        return None
+    return (f"--policy oracle plays reference solutions (reference_solutions.jsonl), and {len(missing)} of "
+            f"{len(tasks)} selected tasks have none ({_where(missing)}); select tasks that have one (--scenario, "
+            "--task) or use another policy")
+
+
 async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, policy: Policy,
                       config: AgentConfig | None = None, run_dir: Path | str | None = None,
                       pool: EnvPool | None = None, verify_mode: str | None = "code",
@@ -151,7 +205,8 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
         try:
             if on_open is not None:
                 await _maybe_await(on_open(episode))
-            info = {"data_dirs": data_dirs, "backend": backend, **(meta or {})}
+            info = {"data_dirs": data_dirs, "backend": backend, "template": getattr(episode, "template", None),
+                    **(meta or {})}
             rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
             async for event in rollout.events():
                 if on_event is not None:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.agent.endpoints import Endpoint
-from awm_engine.data.catalog import Catalog
-from awm_engine.data.records import Verifier
+from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox.environment import scrubbed_env
 from awm_engine.verify.rewards import RewardConfig
@@ -222,9 +222,11 @@ class VerifyReport:
 
 def final_answer_of(trajectory: dict[str, Any]) -> str:
     """The content of the last assistant message (the reference's ``final_answer``)."""
-    for message in reversed(trajectory.get("messages", [])):
-        if message.get("role") == "assistant":
-            return message.get("content") or ""
+    messages = trajectory.get("messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
     return ""
 
 
@@ -237,67 +239,105 @@ def _reference_record(report: VerifyReport, outcome: VerifierOutcome, mode: str)
     return record
 
 
+def _open_run(run_dir: Path, catalog: Catalog | None) -> tuple[dict[str, Any], Catalog, Scenario, int]:
+    """trajectory.json, the catalog (the run's own data directories when none is given), the scenario, the task."""
+    trajectory = TRAJECTORY.read(run_dir / TRAJECTORY.file)
+    if not isinstance(trajectory, dict) or trajectory.get("scenario") is None or trajectory.get("task_id") is None:
+        raise ValueError(f"{run_dir}/trajectory.json has no scenario or task_id: cannot pick a verifier")
+    try:
+        task_id = int(trajectory["task_id"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{run_dir}/trajectory.json: task_id {trajectory['task_id']!r} is not a number") from None
+    if catalog is None:
+        awm = trajectory.get("awm") if isinstance(trajectory.get("awm"), dict) else {}
+        dirs = awm.get("data_dirs")
+        catalog = Catalog.load([str(d) for d in dirs] if isinstance(dirs, list) and dirs else None)
+    return trajectory, catalog, catalog.get(str(trajectory["scenario"])), task_id
+
+
+NO_JUDGE = "no judge endpoint configured: the label comes from the code-mode verifier"
+NO_SQL_VERIFIER = ("this task has no sql-mode verifier (verify_task): the label comes from the code-mode verifier; "
+                   "the judge is not asked")
+
+
 async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | None = None,
                      judge: Endpoint | None = None, rewards: RewardConfig | None = None,
                      timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB) -> VerifyReport:
-    """Verify a run directory (trajectory.json, initial.db, final.db) and write verify files into it."""
+    """Verify a run directory (trajectory.json, initial.db, final.db) and write verify files into it.
+
+    ``code``: the task's code-mode verifier decides. ``sql``: its sql-mode verifier and the judge; with no judge,
+    or no sql-mode verifier for the task, the code-mode verifier decides (and ``note`` says so). Verifiers are
+    picked by the mode their code defines, whichever file they are in."""
     from awm_engine.verify.judge import run_judge
 
+    if mode not in VERIFIER_MODES:
+        raise ValueError(f"unknown verification mode {mode!r} (choose from {', '.join(VERIFIER_MODES)})")
     run_dir = Path(run_dir)
     rewards = rewards or RewardConfig()
-    trajectory = TRAJECTORY.read(run_dir / TRAJECTORY.file)
-    if trajectory.get("scenario") is None or trajectory.get("task_id") is None:
-        raise ValueError(f"{run_dir}/trajectory.json has no scenario or task_id: cannot pick a verifier")
-    if catalog is None:
-        catalog = Catalog.load((trajectory.get("awm") or {}).get("data_dirs") or None)
-    scenario = catalog.get(trajectory["scenario"])
-    task_id = int(trajectory["task_id"])
-    stop_reason = (trajectory.get("awm") or {}).get("stop_reason")
+    trajectory, catalog, scenario, task_id = _open_run(run_dir, catalog)
+    awm = trajectory.get("awm") if isinstance(trajectory.get("awm"), dict) else {}
+    stop_reason = awm.get("stop_reason")
     answer = final_answer_of(trajectory)
     initial, final = run_dir / "initial.db", run_dir / "final.db"
-    report = VerifyReport(scenario.key, task_id, trajectory.get("task", ""), mode, "judge_error", 0.0, False,
-                          stop_reason, rewards=rewards.to_dict())
-    if mode == "code" or judge is None:
+    task = trajectory.get("task") if isinstance(trajectory.get("task"), str) else ""
+    report = VerifyReport(scenario.key, task_id, task, mode, "judge_error", 0.0, False, stop_reason,
+                          rewards=rewards.to_dict())
+    sql_verifier = scenario.verifier(task_id, "sql") if mode == "sql" else None
+    use_judge = judge is not None and sql_verifier is not None and sql_verifier.has_code
+    if mode == "code" or not use_judge:
         if mode == "sql":
-            sql_verifier = scenario.verifier(task_id, "sql")
-            if sql_verifier is not None:
+            if judge is None and sql_verifier is not None:
                 report.sql = await asyncio.to_thread(run_verifier, sql_verifier, initial, final, answer, timeout,
                                                      memory_mb, "sql")
-            report.note = "no judge endpoint configured: the label comes from the code-mode verifier"
+            report.note = NO_JUDGE if judge is None else NO_SQL_VERIFIER
         report.code = await asyncio.to_thread(run_verifier, scenario.verifier(task_id, "code"), initial, final,
                                               answer, timeout, memory_mb, "code")
         report.label = report.code.label
-        if mode == "sql" and report.code.error_kind == "no_code":
-            report.note = "no judge endpoint configured and no code-mode verifier: no verdict"
+        if report.code.error_kind == "no_code":
+            has_sql = bool(scenario.verifier_has_code["sql"].get(task_id))
+            report.note = ("no code-mode verifier for this task: no verdict"
+                           + ("; it has an sql-mode verifier: configure a judge and verify in sql mode"
+                              if has_sql and judge is None else ""))
     else:
-        verifier = scenario.verifier(task_id, "sql")
-        report.sql = await asyncio.to_thread(run_verifier, verifier, initial, final, answer, timeout, memory_mb, "sql")
+        report.sql = await asyncio.to_thread(run_verifier, sql_verifier, initial, final, answer, timeout, memory_mb,
+                                             "sql")
         if report.sql.label == "judge_error":
             report.label = "judge_error"
         else:
-            verdict = await run_judge(judge, report.task, trajectory.get("trajectory", []), report.sql.result,
-                                      verifier.meta if verifier else None)
+            verdict = await run_judge(judge, report.task, trajectory.get("trajectory") or [], report.sql.result,
+                                      sql_verifier.meta)
             report.judge = verdict.to_dict()
             report.label = verdict.classification
     report.has_verdict = report.label != "judge_error"
     report.reward = rewards.reward(report.label, stop_reason)
-    outcome = report.code if (mode == "code" or judge is None) else report.sql
+    outcome = report.sql if (mode == "sql" and use_judge) else report.code
     if outcome is not None:
-        (run_dir / f"verify.{'code' if outcome is report.code else 'sql'}.json").write_text(
+        (run_dir / f"verify.{outcome.mode}.json").write_text(
             json.dumps(_reference_record(report, outcome, outcome.mode), indent=4, ensure_ascii=False, default=str))
-    (run_dir / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
+    _write_report(run_dir, report)
     return report
+
+
+def _write_report(run_dir: Path, report: VerifyReport) -> None:
+    (run_dir / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
 
 
 async def verify_both(run_dir: Path | str, catalog: Catalog | None = None, judge: Endpoint | None = None,
                       rewards: RewardConfig | None = None) -> VerifyReport:
-    """Code mode always, and sql mode with the judge when one is configured, merged into one report (the
-    judge's label decides; the code verifier's outcome is kept beside it) written to ``verify.json``."""
+    """Code mode always, and sql mode with the judge when one is configured and the task has an sql-mode
+    verifier, merged into one report (the judge's label decides; the code verifier's outcome is kept beside it)
+    written to ``verify.json``."""
+    run_dir = Path(run_dir)
+    _, catalog, scenario, task_id = _open_run(run_dir, catalog)
     report = await verify_run(run_dir, "code", catalog, None, rewards)
-    if judge is not None:
-        code_outcome = report.code
-        report = await verify_run(run_dir, "sql", catalog, judge, rewards)
-        report.code = code_outcome
-        (Path(run_dir) / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False,
-                                                              default=str))
+    if judge is None:
+        return report
+    if not scenario.verifier_has_code["sql"].get(task_id):
+        report.note = report.note or NO_SQL_VERIFIER
+        _write_report(run_dir, report)
+        return report
+    code_outcome = report.code
+    report = await verify_run(run_dir, "sql", catalog, judge, rewards)
+    report.code = code_outcome
+    _write_report(run_dir, report)
     return report

@@ -338,13 +338,18 @@ class EnvironmentScreen(Screen):
     def show_task(self, index: int) -> None:
         s = self.scenario
         parts: list = [Text(f"Task {index}", style="bold"), Text(s.tasks[index]), Text("")]
+        # a verifier's mode is the function its code defines, whichever file holds it (real pipeline output keeps
+        # code-mode verifiers in gen_verifier.jsonl)
         for mode, title in (("sql", "Verifier — sql mode (verify_task → judge)"),
-                            ("code", "Verifier — code mode (verify_task_completion)")):
+                            ("code", "Verifier — code mode (verify_task_completion → complete / others)")):
             verifier = s.verifier(index, mode)
             parts.append(Text(title, style="bold"))
             if verifier is None or not verifier.has_code:
                 parts += [Text("none", style="dim"), Text("")]
                 continue
+            if verifier.source is not None:
+                parts.append(Text(f"{verifier.function_name} · {Path(verifier.source.path).name} line "
+                                  f"{verifier.source.line}", style="dim"))
             meta = verifier.meta
             for key in ("reasoning", "success_criteria", "failure_criteria"):
                 if meta.get(key):
