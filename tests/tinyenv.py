@@ -109,16 +109,21 @@ SAMPLE = {"tables": [{"table_name": "notes", "reasoning": "two notes", "insert_s
     "INSERT INTO notes (id, text) VALUES (1, 'first');", "INSERT INTO notes (id, text) VALUES (2, 'second');"]}]}
 
 
-def make_env_dir(root: Path, envs: dict[str, str]) -> Path:
+# the same notes table, with a column whose value SQLite takes from the clock while the database is built
+TIMED_SCHEMA = {"tables": [{"name": "notes", "ddl": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL, "
+                            "created_at DATETIME DEFAULT CURRENT_TIMESTAMP);", "indexes": []}]}
+
+
+def make_env_dir(root: Path, envs: dict[str, str], schema: dict | None = None) -> Path:
     """``envs`` maps a scenario name to extra code appended to the tiny notes server (or full code when it
-    starts with '#FULL')."""
+    starts with '#FULL'); ``schema`` replaces the notes table's schema."""
     root.mkdir(parents=True, exist_ok=True)
     files: dict[str, list] = {k: [] for k in ("gen_scenario", "gen_tasks", "gen_db", "gen_sample", "gen_envs")}
     for name, extra in envs.items():
         code = extra[len("#FULL"):] if extra.startswith("#FULL") else HEADER + extra + FOOTER
         files["gen_scenario"].append({"name": name, "description": f"{name} test env"})
         files["gen_tasks"].append({"scenario": name, "tasks": ["Add a note saying 'hi'.", "List notes."]})
-        files["gen_db"].append({"scenario": name, "db_schema": SCHEMA})
+        files["gen_db"].append({"scenario": name, "db_schema": schema or SCHEMA})
         files["gen_sample"].append({"scenario": name, "sample_data": SAMPLE})
         files["gen_envs"].append({"scenario": name, "full_code": code})
     for fname, rows in files.items():

@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
 from awm_engine.db.build import build_database
 from awm_engine.db.diff import diff_databases
+from awm_engine.db.templates import TemplateCache
 
 
 def register(verbs) -> None:
@@ -21,7 +22,10 @@ def register(verbs) -> None:
     build = sub.add_parser("build", help="build <out>/<scenario>.db for each scenario, statement by statement")
     add_data_arg(build)
     build.add_argument("--scenario", action="append", metavar="S", help="only these scenarios (repeatable)")
-    build.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    where = build.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="output directory")
+    where.add_argument("--refresh", action="store_true",
+                       help="rebuild the scenarios' template databases in the cache (what episodes copy) now")
     build.add_argument("--json", action="store_true", help="print the build reports as JSON")
     build.set_defaults(func=cmd_build)
     diff = sub.add_parser("diff", help="row-level diff of two SQLite databases")
@@ -34,7 +38,8 @@ def register(verbs) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
-    out = Path(args.out)
+    templates = TemplateCache() if args.refresh else None
+    out = Path(args.out) if args.out else templates.root
     out.mkdir(parents=True, exist_ok=True)
     reports = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -42,19 +47,23 @@ def cmd_build(args: argparse.Namespace) -> int:
         job = progress.add_task("building", total=len(scenarios))
         for s in scenarios:
             progress.update(job, description=f"building {s.key}")
-            reports.append(build_database(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
+            reports.append(templates.get(s, rebuild=True)[1] if templates else
+                           build_database(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
             progress.advance(job)
     payload = [r.to_dict() for r in reports]
-    (out / "build_report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+    if not args.refresh:
+        (out / "build_report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
     if args.json:
         print_json(payload)
         return 0
-    table = RichTable(title=f"built {len(reports)} databases in {out}")
-    for col in ("scenario", "tables ok", "tables failed", "inserts ok", "inserts failed", "rows", "seconds"):
+    table = RichTable(title=f"{'rebuilt the templates of' if args.refresh else 'built'} {len(reports)} databases "
+                            f"in {out}")
+    for col in ("scenario", "tables ok", "tables failed", "inserts ok", "inserts failed", "rows", "seconds",
+                "time-dependent"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in reports:
         table.add_row(r.scenario, str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
-                      str(sum(r.row_counts.values())), f"{r.seconds:.2f}",
+                      str(sum(r.row_counts.values())), f"{r.seconds:.2f}", "yes" if r.time_dependent else "",
                       style="red" if r.fatal else ("yellow" if r.failures else None))
     stdout.print(table)
     for r in reports:
@@ -63,7 +72,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         for f in r.failures:
             stdout.print(f"[yellow]{r.scenario}[/yellow] {f.phase} {escape(f.table)}: {escape(f.error)}\n"
                          f"    [dim]{escape(f.statement[:300])}[/dim]")
-    stdout.print(f"report: {out / 'build_report.json'}")
+    if not args.refresh:
+        stdout.print(f"report: {out / 'build_report.json'}")
     return 0
 
 

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table as RichTable
 
 from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.openapi_tools import schema_problem_note
@@ -34,7 +35,7 @@ def register(verbs) -> None:
     where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
     serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
-    add_protocol_arg(serve)
+    add_episode_args(serve)
     serve.add_argument("--token", nargs="?", const="auto", metavar="TOKEN",
                        help="require 'Authorization: Bearer TOKEN' (no value: generate one and print it; "
                             "the AWM_SERVE_TOKEN variable also sets it)")
@@ -54,7 +55,7 @@ def register(verbs) -> None:
     call.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT)
     call.add_argument("--keep", metavar="DIR", help="keep the episode's initial.db/final.db in DIR")
     call.add_argument("--json", action="store_true", help="print the full result record")
-    add_protocol_arg(call)
+    add_episode_args(call)
     call.set_defaults(func=cmd_call)
     test = sub.add_parser("test", help="load environments and call every GET tool once")
     add_data_arg(test)
@@ -63,14 +64,24 @@ def register(verbs) -> None:
     which.add_argument("--all", action="store_true", help="every scenario (the default)")
     test.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
     test.add_argument("--json", action="store_true")
-    add_protocol_arg(test)
+    add_episode_args(test)
     test.set_defaults(func=cmd_test)
 
 
-def add_protocol_arg(parser: argparse.ArgumentParser) -> None:
+def add_episode_args(parser: argparse.ArgumentParser) -> None:
+    """How episodes run: the schema check (``--protocol``) and the template age limit."""
     parser.add_argument("--protocol", choices=list(SCHEMA_CHECKS), default=DEFAULT_SCHEMA_CHECK,
                         help="reference (default): a tool whose input schema is not valid JSON Schema fails every "
                              "call as under the reference; robust: such tools run")
+    parser.add_argument("--template-max-age", type=float, metavar="SECONDS",
+                        help="rebuild a template database whose contents depend on the build time once it is this "
+                             f"old (default ${MAX_AGE_ENV} or 300; 0: for every episode; inf: never)")
+
+
+def templates_from_args(args: argparse.Namespace) -> TemplateCache:
+    if args.template_max_age is not None and not args.template_max_age >= 0:
+        raise CliError("--template-max-age must be a number of seconds >= 0 (or inf)")
+    return TemplateCache(max_age=args.template_max_age)
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -98,7 +109,7 @@ async def _serve(args: argparse.Namespace) -> int:
         if not args.stdio:
             stderr.print(f"bearer token: {token}")
     pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
-                   schema_check=args.protocol)
+                   schema_check=args.protocol, templates=templates_from_args(args))
     await pool.start()
     try:
         try:
@@ -111,7 +122,7 @@ async def _serve(args: argparse.Namespace) -> int:
                    "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
                    "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
                    "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
-                   "started": time.time()}
+                   "template": episode.template, "started": time.time()}
         (out / "session.json").write_text(json.dumps(session, indent=2))
         server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
@@ -193,7 +204,8 @@ async def _call(args: argparse.Namespace) -> int:
         raise CliError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise CliError("--args must be a JSON object")
-    async with EnvPool(workers=1, call_timeout=args.timeout, schema_check=args.protocol) as pool:
+    async with EnvPool(workers=1, call_timeout=args.timeout, schema_check=args.protocol,
+                       templates=templates_from_args(args)) as pool:
         try:
             episode = await pool.open_episode(scenario, run_dir=Path(args.keep).resolve() if args.keep else None)
         except EnvLoadError as exc:
@@ -217,7 +229,8 @@ async def _test(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
     reports = []
-    async with EnvPool(workers=args.workers, schema_check=args.protocol) as pool:
+    async with EnvPool(workers=args.workers, schema_check=args.protocol,
+                       templates=templates_from_args(args)) as pool:
         limit = asyncio.Semaphore(pool.n_workers)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:

@@ -8,6 +8,7 @@ rolls the insertion back (the database keeps its schema only), as in the referen
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,9 @@ class BuildReport:
     fatal: str | None = None  # an error that stopped a whole phase
     row_counts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    built_at: float | None = None  # when the build started (seconds since the epoch)
+    # what makes the contents depend on the build time (``time_dependence``); None: not scanned
+    time_dependent: list[str] | None = None
 
     @property
     def schema_error_ratio(self) -> float:
@@ -150,7 +154,8 @@ def build_database(scenario: str, db_schema: dict[str, Any] | None, sample_data:
     for suffix in ("", "-journal", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     started = time.perf_counter()
-    report = BuildReport(scenario=scenario, path=str(path))
+    report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
+                         time_dependent=time_dependence(db_schema, sample_data))
     if db_schema is None:
         report.fatal = "no database schema (gen_db.jsonl row missing)"
         sqlite3.connect(path).close()
@@ -163,3 +168,64 @@ def build_database(scenario: str, db_schema: dict[str, Any] | None, sample_data:
     report.row_counts = table_row_counts(path)
     report.seconds = time.perf_counter() - started
     return report
+
+
+# -- time dependence: values SQLite computes from the clock while the database is built ----------------------
+
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_NOW_KEYWORD = re.compile(r"\bcurrent_(?:timestamp|date|time)\b", re.IGNORECASE)
+_DATE_CALL = re.compile(r"\b(date|time|datetime|julianday|unixepoch|strftime|timediff)\s*\(([^()]*)\)", re.IGNORECASE)
+_NOW_ARG = re.compile(r"""^\s*['"]now['"]\s*$""", re.IGNORECASE)
+MAX_FINDINGS = 20
+
+
+def _now_calls(sql: str) -> list[str]:
+    """Date/time function calls that read the clock: an argument ``'now'``, or no time value at all
+    (``datetime()``, ``strftime('%Y')``)."""
+    found = []
+    for match in _DATE_CALL.finditer(sql):
+        name, args = match.group(1).lower(), match.group(2)
+        parts = [a for a in re.split(r",(?=(?:[^']*'[^']*')*[^']*$)", args)] if args.strip() else []
+        time_values = parts[1:] if name == "strftime" else parts
+        if not time_values or _NOW_ARG.match(time_values[0]) or (name == "timediff" and any(
+                _NOW_ARG.match(p) for p in time_values)):
+            found.append(" ".join(match.group(0).split()))
+    return found
+
+
+def _statements(value: Any) -> list[str]:
+    """The SQL strings of a DDL / index / example / insert field: a string or a list of strings (else none)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def time_dependence(db_schema: Any, sample_data: Any) -> list[str]:
+    """What makes a build's contents depend on when it ran, as ``"<table> <where>: <construct>"`` (at most
+    ``MAX_FINDINGS``; empty when nothing does): ``CURRENT_TIMESTAMP`` / ``CURRENT_DATE`` / ``CURRENT_TIME``
+    and date/time functions of ``'now'`` (or of no time value) in the DDL, indexes, examples and INSERT
+    statements. Case-insensitive; malformed fields are skipped; quoted text is not SQL and is ignored for
+    the keywords."""
+    sources: list[tuple[str, str, Any]] = []
+    tables = db_schema.get("tables") if isinstance(db_schema, dict) else None
+    for table in tables if isinstance(tables, list) else []:
+        if isinstance(table, dict):
+            for key in ("ddl", "indexes", "examples"):
+                sources.append((str(table.get("name", "?")), key, table.get(key)))
+    tables = sample_data.get("tables") if isinstance(sample_data, dict) else None
+    for table in tables if isinstance(tables, list) else []:
+        if isinstance(table, dict):
+            sources.append((str(table.get("table_name", "?")), "inserts", table.get("insert_statements")))
+    findings: list[str] = []
+    for table, where, value in sources:
+        for sql in _statements(value):
+            constructs = [m.group(0).upper() for m in _NOW_KEYWORD.finditer(_STRING.sub("''", sql))]
+            for construct in dict.fromkeys(constructs + _now_calls(sql)):
+                finding = f"{table} {where}: {construct}"
+                if finding not in findings:
+                    findings.append(finding)
+                    if len(findings) >= MAX_FINDINGS:
+                        return findings
+    return findings

@@ -1,16 +1,30 @@
-"""Template databases: each scenario is built once per content hash; episodes copy the template."""
+"""Template databases: each scenario is built once per content hash; episodes copy the template.
+
+A build whose contents depend on the clock (``DEFAULT CURRENT_TIMESTAMP``, ``datetime('now')`` …: see
+``build.time_dependence``) freezes those values at build time, while the reference rebuilds for every episode.
+Such a template *expires* once it is older than ``max_age`` seconds (default 300, ``AWM_TEMPLATE_MAX_AGE``;
+``0`` rebuilds for every use, ``inf`` never) and ``get`` builds it again before handing it out; a template
+without time dependence never expires. A new template is written beside the old one and renamed over it, so a
+reader sees the old file or the new one, never half of one. Ages are measured on ``clock`` (injectable).
+"""
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
+from typing import Any, Callable
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.paths import cache_dir
-from awm_engine.db.build import BuildReport, build_database
+from awm_engine.db.build import BuildReport, build_database, time_dependence
 from awm_engine.db.diff import copy_database
+
+MAX_AGE_ENV = "AWM_TEMPLATE_MAX_AGE"
+DEFAULT_MAX_AGE = 300.0
 
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -21,29 +35,72 @@ def _lock_for(path: Path) -> threading.Lock:
         return _locks.setdefault(str(path), threading.Lock())
 
 
+def max_age_from_env(default: float = DEFAULT_MAX_AGE) -> float:
+    """``AWM_TEMPLATE_MAX_AGE`` in seconds (``inf``: never expire); ``default`` when unset or not a number >= 0."""
+    raw = os.environ.get(MAX_AGE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if value >= 0 else default  # NaN compares False too
+
+
+def template_facts(report: BuildReport, built_at: float | None = None) -> dict[str, Any]:
+    """What a run records about the template its databases were copied from."""
+    when = report.built_at if built_at is None else built_at
+    return {"built_at": when,
+            "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if isinstance(when, (int, float))
+            and math.isfinite(when) else None,
+            "time_dependent": list(report.time_dependent or [])}
+
+
 class TemplateCache:
     """``get(scenario)`` returns the path of a built template and its build report (safe to call from many
     threads and processes at once: one build per template per process, atomic renames across processes)."""
 
-    def __init__(self, root: Path | str | None = None):
+    def __init__(self, root: Path | str | None = None, max_age: float | None = None,
+                 clock: Callable[[], float] | None = None):
         self.root = Path(root) if root else cache_dir() / "templates"
+        self.max_age = max_age_from_env() if max_age is None else float(max_age)
+        self.clock = clock or time.time
 
     def paths(self, scenario: Scenario) -> tuple[Path, Path]:
         stem = f"{scenario.key}-{scenario.content_hash()[:16]}"
         return self.root / f"{stem}.db", self.root / f"{stem}.build.json"
 
-    def get(self, scenario: Scenario, rebuild: bool = False) -> tuple[Path, BuildReport]:
+    def age(self, report: BuildReport) -> float:
+        return self.clock() - (report.built_at or 0.0)
+
+    def expired(self, report: BuildReport) -> bool:
+        """A time-dependent template older than ``max_age``: build it again before using it."""
+        return bool(report.time_dependent) and self.age(report) > self.max_age
+
+    def due(self, report: BuildReport) -> bool:
+        """A time-dependent template past half its ``max_age``: time to build the next one in the background."""
+        return bool(report.time_dependent) and self.age(report) > self.max_age / 2
+
+    def get(self, scenario: Scenario, rebuild: bool = False,
+            newer_than: float | None = None) -> tuple[Path, BuildReport]:
+        """The template, built now when there is none, it expired, ``rebuild`` is set, or it was built no later
+        than ``newer_than`` (a background refresh: a newer one built meanwhile elsewhere is used as it is)."""
         db_path, report_path = self.paths(scenario)
         with _lock_for(db_path):
             if not rebuild:
                 cached = self._cached(db_path, report_path)
                 if cached is not None:
-                    return cached
+                    report = cached[1]
+                    if report.time_dependent is None:  # written before awm recorded it
+                        report.time_dependent = time_dependence(scenario.db_schema, scenario.sample_data)
+                    fresh = newer_than is None or (report.built_at or 0.0) > newer_than
+                    if fresh and not self.expired(report):
+                        return cached
             self.root.mkdir(parents=True, exist_ok=True)
             tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
             tmp = db_path.with_name(f"{db_path.stem}.{tag}.tmp.db")
+            built_at = self.clock()
             report = build_database(scenario.key, scenario.db_schema, scenario.sample_data, tmp)
             report.path = str(db_path)
+            report.built_at = built_at
             tmp_report = report_path.with_name(f"{report_path.name}.{tag}.tmp")
             tmp_report.write_text(json.dumps(report.to_dict(), indent=2))
             tmp.replace(db_path)
@@ -54,8 +111,14 @@ class TemplateCache:
     def _cached(db_path: Path, report_path: Path) -> tuple[Path, BuildReport] | None:
         if db_path.exists() and report_path.exists():
             try:
-                return db_path, BuildReport.from_dict(json.loads(report_path.read_text()))
-            except (ValueError, TypeError):
+                report = BuildReport.from_dict(json.loads(report_path.read_text()))
+                if not isinstance(report.built_at, (int, float)):  # written before awm recorded it
+                    report.built_at = db_path.stat().st_mtime
+                if not (isinstance(report.time_dependent, list)
+                        and all(isinstance(f, str) for f in report.time_dependent)):
+                    report.time_dependent = None  # scanned again by get
+                return db_path, report
+            except (ValueError, TypeError, AttributeError, OSError):
                 return None
         return None
 

@@ -55,15 +55,22 @@ class RoutedSessionFactory:
 
 
 class LoadedEnv:
-    """One scenario's code, executed once in this process."""
+    """One scenario's code, executed once in this process, over its own copy of a template database (a
+    template rebuilt later does not change the episodes of this one; ``template_built_at`` says when it was
+    built)."""
 
     def __init__(self, key: str, code: str, template_db: Path | str, workdir: Path | str,
-                 mode: str = "auto"):
+                 mode: str = "auto", template_built_at: float | None = None):
         self.key = key
         self.code = code
-        self.template_db = Path(template_db)
         self.workdir = Path(workdir) / key
         self.workdir.mkdir(parents=True, exist_ok=True)
+        tag = uuid.uuid4().hex[:8]
+        self.template_db = self.workdir / f"template-{tag}.db"
+        shutil.copyfile(template_db, self.template_db)
+        self.template_built_at = template_built_at
+        self.module_db = self.workdir / f"module-{tag}.db"
+        self.owned_files = [self.template_db, self.module_db]
         tree = None
         try:
             import ast
@@ -73,7 +80,6 @@ class LoadedEnv:
             pass
         self.fit = envcode.analyze_fit(tree) if tree is not None else envcode.CodeFit(False, reasons=["syntax"])
         self.shared = mode == "shared" or (mode == "auto" and self.fit.fits)
-        self.module_db = self.workdir / "module.db"
         shutil.copyfile(self.template_db, self.module_db)
         self.module, self.source = envcode.exec_module(code, key, str(self.module_db))
         self.app = self.module.app
@@ -109,6 +115,8 @@ class LoadedEnv:
         if hasattr(engine, "dispose"):
             engine.dispose()
         envcode.forget_module(self.module)
+        for path in self.owned_files:
+            path.unlink(missing_ok=True)
 
 
 _thread_state = threading.local()
@@ -293,10 +301,12 @@ class _PrivateEnv(LoadedEnv):
         self.key = shared.key
         self.code = shared.code
         self.template_db = shared.template_db
+        self.template_built_at = shared.template_built_at
         self.workdir = shared.workdir
         self.fit = shared.fit
         self.shared = False
         self.module_db = db_path
+        self.owned_files = []  # the episode's own final.db stays
         if copy:
             shutil.copyfile(self.template_db, db_path)
         self.module, self.source = envcode.exec_module(self.code, self.key, str(db_path))

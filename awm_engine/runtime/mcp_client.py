@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from awm_engine.db.templates import MAX_AGE_ENV
 from awm_engine.runtime.episode import EnvLoadError, ToolResult, snapshot_database
 from awm_engine.runtime.ports import free_port
 
@@ -52,8 +53,9 @@ class ServedEnvironment:
         from awm_engine.sandbox.environment import scrubbed_env
 
         # the server needs no secrets: it only hosts the episode (its code runs in scrubbed workers anyway)
+        keep = {MAX_AGE_ENV: os.environ[MAX_AGE_ENV]} if MAX_AGE_ENV in os.environ else None
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                     env=scrubbed_env())
+                                     env=scrubbed_env(keep))
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -93,6 +95,7 @@ class McpEpisode:
         self.final_db = self.run_dir / "final.db"
         self.tools: list[dict[str, Any]] = []
         self.server = server
+        self.template: dict[str, Any] | None = None  # the server's session.json says when its template was built
         self._client = None
 
     @classmethod
@@ -120,6 +123,11 @@ class McpEpisode:
         await self._client.__aenter__()
         self.tools = [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
                       for t in await self._client.list_tools()]
+        try:
+            template = load_session(self.run_dir).get("template")
+            self.template = template if isinstance(template, dict) else None
+        except (OSError, ValueError, AttributeError):
+            self.template = None
         return self
 
     def list_tools(self) -> list[dict[str, Any]]:

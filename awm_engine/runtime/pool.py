@@ -5,6 +5,7 @@ subprocesses (scrubbed environment, own session/process group, logs to a file), 
 module at most once per worker, and places each episode on the least-loaded worker. A call that
 does not come back within its timeout plus a grace period kills that worker; the pool starts a new
 one and re-attaches the other episodes to their databases on disk, so only the hung call is lost.
+Templates whose contents depend on the build time are refreshed as ``TemplateCache`` says (``_template``).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.catalog import Scenario
-from awm_engine.db.templates import TemplateCache
+from awm_engine.db.build import BuildReport
+from awm_engine.db.templates import TemplateCache, template_facts
 from awm_engine.runtime import protocol
 from awm_engine.runtime.episode import (
     DEFAULT_CALL_TIMEOUT,
@@ -129,6 +131,14 @@ class WorkerProcess:
 
 
 @dataclass
+class TemplateState:
+    """A scenario's current template in a pool."""
+
+    path: Path
+    report: BuildReport
+
+
+@dataclass
 class EpisodeInfo:
     id: str
     scenario: str
@@ -151,6 +161,7 @@ class PoolEpisode:
         self.shared = shared
         self.methods: dict[str, str] = {}
         self.task_idx: int | None = None
+        self.template: dict[str, Any] | None = None  # when its template was built (``template_facts``)
         self.closed = False
 
     @property
@@ -234,6 +245,9 @@ class EnvPool:
         self.workers: list[WorkerProcess] = []
         self.episodes: dict[str, PoolEpisode] = {}
         self._restart_lock = asyncio.Lock()
+        self._templates: dict[str, TemplateState] = {}
+        self._template_locks: dict[str, asyncio.Lock] = {}
+        self._refreshing: dict[str, asyncio.Task] = {}
 
     async def __aenter__(self) -> "EnvPool":
         await self.start()
@@ -251,26 +265,61 @@ class EnvPool:
             self.workers.append(worker)
 
     async def close(self) -> None:
+        for task in self._refreshing.values():
+            task.cancel()
         for episode in list(self.episodes.values()):
             await episode.close()
         await asyncio.gather(*(w.stop() for w in self.workers))
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    async def _template(self, scenario: Scenario) -> TemplateState:
+        """The scenario's template: built on first use, built again before use once it expired, and built again
+        in the background once past half its maximum age (then loaded by the workers hosting the scenario,
+        while the current one is still handed out). Templates without time dependence never expire."""
+        key = scenario.key
+        state = self._templates.get(key)
+        if state is None or self.templates.expired(state.report):
+            async with self._template_locks.setdefault(key, asyncio.Lock()):
+                state = self._templates.get(key)
+                if state is None or self.templates.expired(state.report):
+                    path, report = await asyncio.to_thread(self.templates.get, scenario)
+                    state = self._templates[key] = TemplateState(path, report)
+        elif self.templates.due(state.report) and key not in self._refreshing:
+            self._refreshing[key] = asyncio.create_task(self._refresh(scenario, state))
+        return state
+
+    async def _refresh(self, scenario: Scenario, state: TemplateState) -> None:
+        key = scenario.key
+        try:
+            path, report = await asyncio.to_thread(self.templates.get, scenario, False, state.report.built_at)
+            async with self._template_locks.setdefault(key, asyncio.Lock()):
+                if self._templates.get(key) is state:
+                    self._templates[key] = TemplateState(path, report)
+            for worker in [w for w in self.workers if w.alive and key in w.loaded]:
+                await self._load(worker, scenario)
+        except Exception:  # noqa: BLE001 - an expired template is built again before its next use anyway
+            pass
+        finally:
+            self._refreshing.pop(key, None)
+
     async def _load(self, worker: WorkerProcess, scenario: Scenario) -> dict[str, Any]:
+        template = await self._template(scenario)
+        built_at = template.report.built_at
         lock = worker.load_locks.setdefault(scenario.key, asyncio.Lock())
         async with lock:
-            if scenario.key not in worker.loaded:
+            loaded = worker.loaded.get(scenario.key)
+            if loaded is None or loaded.get("template_built_at") != built_at:
                 code = scenario.code
                 if code is None:
                     raise EnvLoadError(f"{scenario.key}: no environment code", scenario.key)
-                template, report = await asyncio.to_thread(self.templates.get, scenario)
+                report = template.report
                 if report.fatal and "schema only" not in report.fatal and report.tables_ok == 0:
                     raise EnvLoadError(f"{scenario.key}: database build failed: {report.fatal}", scenario.key)
                 try:
                     worker.loaded[scenario.key] = await worker.request(
-                        "load", wait=120, scenario=scenario.key, code=code, template=str(template),
-                        workdir=str(self.workdir / f"w{worker.index}"))
+                        "load", wait=120, scenario=scenario.key, code=code, template=str(template.path),
+                        template_built_at=built_at, workdir=str(self.workdir / f"w{worker.index}"))
                 except WorkerError as exc:
                     raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
         return worker.loaded[scenario.key]
@@ -302,6 +351,7 @@ class EnvPool:
         episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"], schema_check)
         episode.methods = loaded.get("methods", {})
         episode.task_idx = task_idx
+        episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
         worker.episodes.add(episode_id)
         self.episodes[episode_id] = episode
         return episode

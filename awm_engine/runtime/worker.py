@@ -23,6 +23,21 @@ class WorkerState:
         self.envs: dict[str, LoadedEnv] = {}
         self.episodes: dict[str, Episode] = {}
         self.load_locks: dict[str, asyncio.Lock] = {}
+        self.retired: list[LoadedEnv] = []  # replaced by a newer template, still serving open episodes
+
+    def _replace(self, key: str, env: LoadedEnv) -> None:
+        """New episodes of ``key`` use ``env``; the old one closes once its last episode has."""
+        old = self.envs.get(key)
+        self.envs[key] = env
+        if old is not None:
+            self.retired.append(old)
+            self._close_retired()
+
+    def _close_retired(self) -> None:
+        in_use = {id(e.env) for e in self.episodes.values()}
+        for env in [e for e in self.retired if id(e) not in in_use]:
+            self.retired.remove(env)
+            env.close()
 
     async def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
@@ -33,20 +48,22 @@ class WorkerState:
             key = msg["scenario"]
             lock = self.load_locks.setdefault(key, asyncio.Lock())
             async with lock:
-                if key not in self.envs:
-                    self.envs[key] = await loop.run_in_executor(
+                current = self.envs.get(key)
+                if current is None or current.template_built_at != msg.get("template_built_at"):
+                    self._replace(key, await loop.run_in_executor(
                         None, lambda: LoadedEnv(key, msg["code"], msg["template"], msg["workdir"],
-                                                msg.get("mode", "auto")))
+                                                msg.get("mode", "auto"), msg.get("template_built_at"))))
             env = self.envs[key]
             return {"tools": env.mcp_tools(), "shared": env.shared, "fit_reasons": env.fit.reasons,
-                    "methods": {t.name: t.method for t in env.tools}}
+                    "methods": {t.name: t.method for t in env.tools}, "template_built_at": env.template_built_at}
         if op == "open":
             env = self.envs[msg["scenario"]]
             episode = await loop.run_in_executor(None, lambda: Episode(env, msg["run_dir"], msg["episode"],
                                                                              bool(msg.get("attach")),
                                                                              msg.get("schema_check")))
             self.episodes[episode.id] = episode
-            return {"initial_db": str(episode.initial_db), "final_db": str(episode.final_db)}
+            return {"initial_db": str(episode.initial_db), "final_db": str(episode.final_db),
+                    "template_built_at": env.template_built_at}
         episode = self.episodes.get(msg.get("episode", ""))
         if episode is None:
             raise KeyError(f"unknown episode {msg.get('episode')!r}")
@@ -61,6 +78,7 @@ class WorkerState:
         if op == "close":
             episode.close_now()
             del self.episodes[episode.id]
+            self._close_retired()
             return {}
         raise ValueError(f"unknown op {op!r}")
 
