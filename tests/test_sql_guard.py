@@ -1,4 +1,4 @@
-"""SQL awm did not write cannot reach other files, and runaway queries stop."""
+"""SQL awm did not write cannot reach other files, runaway queries stop, any table name can be quoted."""
 from __future__ import annotations
 
 import sqlite3
@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from awm_engine.db.build import build_database
-from awm_engine.db.guard import Deadline, forbid_attach, read_only
+from awm_engine.data.sql_guard import Deadline, forbid_attach, read_only
 
 
 def test_attach_in_data_sql_is_a_failed_statement(tmp_path):
@@ -54,3 +54,19 @@ def test_forbid_attach_and_deadline(tmp_path):
     conn.set_progress_handler(cancelled, 1000)
     with pytest.raises(sqlite3.OperationalError):
         conn.execute("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r")
+
+
+def test_quote_ident_and_a_table_named_weird(tmp_path):
+    from awm_engine.data.sql_guard import quote_ident
+    from awm_engine.db.build import table_row_counts
+    from awm_engine.db.diff import diff_databases
+
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, rows in ((a, 1), (b, 2)):
+        with sqlite3.connect(path) as conn:
+            conn.execute('CREATE TABLE "we""ird" (id INTEGER PRIMARY KEY, "co""l" TEXT)')
+            conn.executemany('INSERT INTO "we""ird" ("co""l") VALUES (?)', [("x",)] * rows)
+    assert quote_ident('we"ird') == '"we""ird"'
+    assert table_row_counts(b) == {'we"ird': 2}
+    diff = diff_databases(a, b)
+    assert diff.counts()["inserted"] == 1

@@ -52,3 +52,8 @@ class Deadline:
 
     def __call__(self) -> int:
         return 1 if (self.cancelled.is_set() or self.expired()) else 0
+
+
+def quote_ident(name: object) -> str:
+    """A safe SQL identifier for any table or column name (``we"ird`` → ``"we""ird"``)."""
+    return '"' + str(name).replace('"', '""') + '"'

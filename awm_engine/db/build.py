@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_engine.db.guard import forbid_attach
+from awm_engine.data.sql_guard import forbid_attach, quote_ident
 
 
 @dataclass
@@ -141,7 +141,7 @@ def table_row_counts(path: Path | str) -> dict[str, int]:
     try:
         names = [r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-        return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
+        return {n: conn.execute(f'SELECT COUNT(*) FROM {quote_ident(n)}').fetchone()[0] for n in names}
     finally:
         conn.close()
 

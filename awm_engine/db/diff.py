@@ -13,6 +13,8 @@ from typing import Any
 
 import sqlite_utils
 
+from awm_engine.data.sql_guard import quote_ident
+
 
 @dataclass
 class RowUpdate:
@@ -96,7 +98,7 @@ def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[s
     else:
         key_cols, select = ["rowid"], "rowid, *"
     rows: dict[tuple, dict[str, Any]] = {}
-    cursor = db.conn.execute(f'SELECT {select} FROM "{name}"')
+    cursor = db.conn.execute(f'SELECT {select} FROM {quote_ident(name)}')
     names = [d[0] for d in cursor.description]
     for values in cursor:
         record = dict(zip(names, values))

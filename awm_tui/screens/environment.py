@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 
 from awm_engine.data import codeinfo
 from awm_engine.data.catalog import Scenario
-from awm_engine.db.guard import Deadline, read_only
+from awm_engine.data.sql_guard import Deadline, quote_ident, read_only
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.health import cached_health, invalid_schemas
 from awm_engine.runtime.openapi_tools import schema_problem_note
@@ -231,8 +231,8 @@ class EnvironmentScreen(Screen):
         if self.db_path is None or self.data_table is None:
             return
         async with aiosqlite.connect(self._uri(), uri=True) as db:
-            total = (await (await db.execute(f'SELECT COUNT(*) FROM "{self.data_table}"')).fetchone())[0]
-            cursor = await db.execute(f'SELECT * FROM "{self.data_table}" LIMIT {PAGE} OFFSET {self.page * PAGE}')
+            total = (await (await db.execute(f'SELECT COUNT(*) FROM {quote_ident(self.data_table)}')).fetchone())[0]
+            cursor = await db.execute(f'SELECT * FROM {quote_ident(self.data_table)} LIMIT {PAGE} OFFSET {self.page * PAGE}')
             rows = await cursor.fetchall()
             names = [d[0] for d in cursor.description]
         self.total = total
