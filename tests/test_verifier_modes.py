@@ -2,20 +2,23 @@
 that: the catalog, ``awm catalog``, ``awm agent run``, ``awm eval run`` and ``awm verify``. Runs warn before they
 start when the chosen verification has no verifier for some task, and ``--policy oracle`` is refused up front
 when the data has no reference solution for the selected tasks."""
+import asyncio
 import json
 import shutil
 
 import pytest
 from test_catalog_bad_input import make_dir, write
 
+from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import PolicyError
+from awm_engine.agent.rollout import AgentConfig
 from awm_engine.agent.scripted_llm import FakeLLMServer
 from awm_engine.cli import main as awm
 from awm_engine.data.catalog import INDEX_VERSION, Catalog, _index_cache_path
 from awm_engine.data.paths import sample_envs_dir
 from awm_engine.data.run_formats import EvalConfig
 from awm_engine.eval.batch import preflight
-from awm_engine.eval.episode import verification_warnings
+from awm_engine.eval.episode import make_policy, run_episode, verification_warnings
 
 CODE_MODE = ("import sqlite3\n\ndef verify_task_completion(initial_db_path: str, final_db_path: str, "
              "final_answer: str | None = None) -> dict:\n    return {'result': 'complete'}\n")
@@ -143,7 +146,7 @@ def test_real_data_every_task_gets_a_code_mode_verdict_without_a_judge(awm_real,
     assert "warning" not in err
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["overall"]["rollouts"] == 30 and meta["overall"]["errors"]["judge_error"] == 0
-    assert meta["warnings"] == []
+    assert meta["warnings"] == [] and meta["verification_profile"] == "reference"
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 30 and all(r["has_verdict"] and r["label"] in ("complete", "others") for r in records)
     assert {(r["verifier"]["mode"], r["verifier"]["function"]) for r in records} == {("code", "verify_task_completion")}
@@ -167,7 +170,7 @@ def test_real_data_verify_sql_with_a_judge_uses_the_code_verifier(awm_real, tmp_
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert all(r["has_verdict"] and r["judge"] is None and r["verifier"]["mode"] == "code" for r in records)
     report = json.loads((out / "rollouts" / "rover" / "0_0" / "verify.json").read_text())
-    assert "no sql-mode verifier" in report["note"]
+    assert "no sql-mode verifier" in report["note"] and report["profile"] == "reference"
 
 
 def test_oracle_is_refused_up_front_without_reference_solutions(awm_real, tmp_path, capsys):
@@ -236,3 +239,49 @@ def test_agent_run_warns_before_a_run_without_a_verifier(tmp_path, capsys):
     report = json.loads((run_dir / "verify.json").read_text())
     assert report["note"] == ("no code-mode verifier for this task: no verdict; it has an sql-mode verifier: "
                               "configure a judge and verify in sql mode")
+
+
+# -- the verification profile: awm verify --protocol, and the agent configuration's protocol -------------
+
+JUDGE_REPLY = '{"classification": "complete", "reasoning": "ok"}'
+
+
+def judge_requests(llm) -> list[str]:
+    return [r["messages"][1]["content"] for r in llm.requests if "verification_json" in r["messages"][-1]["content"]]
+
+
+def test_awm_verify_protocol_is_recorded_and_shapes_the_judge_request(tmp_path, capsys):
+    s = Catalog.load().get("maple_library_lending")
+    run_dir = tmp_path / "r"
+    asyncio.run(run_episode(Catalog.load(), s, 1, make_policy("oracle", s, 1), run_dir=run_dir, verify_mode=None))
+    with FakeLLMServer({"responses": [{"content": JUDGE_REPLY}]}) as llm:
+        judge = ["--judge-base-url", llm.url, "--judge-model", "j", "--json"]
+        assert awm(["verify", str(run_dir), "--mode", "sql", *judge]) == 0
+        default = json.loads(capsys.readouterr().out)
+        assert awm(["verify", str(run_dir), "--mode", "sql", "--protocol", "robust", *judge]) == 0
+        robust = json.loads(capsys.readouterr().out)
+        reference_request, robust_request = judge_requests(llm)
+    assert default["profile"] == "reference" and robust["profile"] == "robust"
+    assert default["label"] == robust["label"] == "complete" and default["judge"]["attempts"] == 1
+    assert json.loads((run_dir / "verify.json").read_text())["profile"] == "robust"
+    verification = reference_request.split("\n\nverification_json:\n", 1)[1]
+    assert list(json.loads(verification)) == ["code_execution_result"]
+    assert list(json.loads(robust_request.split("\n\nverification_json:\n", 1)[1])) == [
+        "code_execution_result", "verifier_reasoning", "success_criteria", "failure_criteria"]
+    with pytest.raises(SystemExit) as exc:
+        awm(["verify", str(run_dir), "--protocol", "lenient"])
+    assert exc.value.code == 2 and "invalid choice: 'lenient'" in capsys.readouterr().err
+
+
+def test_episode_verification_follows_the_agent_configurations_protocol(tmp_path):
+    s = Catalog.load().get("maple_library_lending")
+    config = AgentConfig()
+    config.protocol = "robust"  # what ``--protocol robust`` sets
+    with FakeLLMServer({"responses": [{"content": JUDGE_REPLY}]}) as llm:
+        outcome = asyncio.run(run_episode(Catalog.load(), s, 1, make_policy("oracle", s, 1), config, tmp_path / "r",
+                                          verify_mode="both", judge=Endpoint(base_url=llm.url, model="j")))
+        requests = judge_requests(llm)
+    assert outcome.verification.profile == "robust" and outcome.verification.label == "complete"
+    assert outcome.verification.code.label == "complete"  # "both": the code verifier's outcome is kept beside it
+    assert len(requests) == 1 and '"verifier_reasoning"' in requests[0]
+    assert json.loads((tmp_path / "r" / "verify.json").read_text())["profile"] == "robust"

@@ -1,5 +1,6 @@
 """Verifiers run sandboxed (timeout, memory limit, read-only, no secrets); the judge parses what it gets."""
 import asyncio
+import json
 import sqlite3
 
 import pytest
@@ -105,24 +106,48 @@ def test_missing_database(dbs, tmp_path):
     assert outcome.error_kind == "db_missing"
 
 
-@pytest.mark.parametrize("text, label", [
-    ('{"classification": "Complete", "reasoning": "ok"}', "complete"),
-    ('```json\n{"classification": "AGENT_ERROR"}\n```', "agent_error"),
-    ('Here is my verdict:\n{"classification": "server error", "evidence": {}}\nThanks.', "server_error"),
-    ('{"classification": "incomplete",}', "incomplete"),
-    ("I think it went fine.", "judge_error"),
-    ('{"classification": "great"}', "judge_error"),
-    ("", "judge_error"),
+FENCED_THEN_BRACES = '```json\n{"classification": "complete"}\n```\nI followed the {evidence} template.'
+
+
+# (reply, label under the reference profile, label under the robust profile). The reference tries
+# json.loads(reply), then json.loads of the greedy match from the first "{" to the last "}" (spec §6.3).
+@pytest.mark.parametrize("text, reference, robust", [
+    ('{"classification": "Complete", "reasoning": "ok"}', "complete", "complete"),
+    ('  {"classification": " incomplete "}\n', "incomplete", "incomplete"),
+    ('```json\n{"classification": "AGENT_ERROR"}\n```', "agent_error", "agent_error"),  # the greedy match
+    ('Here is my verdict:\n{"classification": "server_error", "evidence": {}}\nThanks.', "server_error",
+     "server_error"),
+    (FENCED_THEN_BRACES, "judge_error", "complete"),  # the greedy match spans two brace pairs
+    ('```json\n{"classification": "complete",}\n```', "judge_error", "complete"),  # trailing comma
+    ('{"classification": "server error"}', "judge_error", "server_error"),  # a space, not an underscore
+    ('[{"classification": "complete"}]', "judge_error", "complete"),  # JSON, but no object
+    ('"complete"', "judge_error", "judge_error"),
+    ('{"classification": 1}', "judge_error", "judge_error"),
+    ('{"reasoning": "no label"}', "judge_error", "judge_error"),
+    ("I think it went fine.", "judge_error", "judge_error"),
+    ('{"classification": "great"}', "judge_error", "judge_error"),
+    ("", "judge_error", "judge_error"),
 ])
-def test_judge_parsing(text, label):
-    assert parse_judge_output(text)[0] == label
+def test_judge_parsing(text, reference, robust):
+    assert parse_judge_output(text)[0] == reference  # the default profile is the reference
+    assert parse_judge_output(text, "reference")[0] == reference
+    assert parse_judge_output(text, "robust")[0] == robust
+
+
+def test_reference_parse_keeps_what_the_reference_keeps():
+    assert parse_judge_output("nope", "reference")[1] == {"error": "Failed to parse LLM response: nope"}
+    assert parse_judge_output('{"classification": "great", "x": 1}', "reference")[1] == {"classification": "great",
+                                                                                         "x": 1}
+    assert parse_judge_output("[1]", "reference")[1] == {"error": "'list' object has no attribute 'get'"}
+    with pytest.raises(ValueError, match="unknown verification profile"):
+        parse_judge_output("{}", "lenient")
 
 
 def test_judge_retries_then_judge_error():
     script = {"responses": [{"content": "garbage"}, {"content": "still garbage"}, {"content": "nope"}]}
     with FakeLLMServer({**script, "cursor": "sequential"}) as llm:
         verdict = asyncio.run(run_judge(Endpoint(base_url=llm.url, model="j"), "task", [], {"x": 1}, attempts=3,
-                                        backoff=0.01))
+                                        backoff=0.01, profile="robust"))
         assert len(llm.requests) == 3
     assert verdict.classification == "judge_error" and not verdict.has_verdict and verdict.attempts == 3
 
@@ -131,8 +156,89 @@ def test_judge_retries_until_parseable():
     script = {"responses": [{"content": "garbage"}, {"content": '{"classification": "Incomplete"}'}],
               "cursor": "sequential"}
     with FakeLLMServer(script) as llm:
-        verdict = asyncio.run(run_judge(Endpoint(base_url=llm.url, model="j"), "task", [], {}, backoff=0.01))
+        verdict = asyncio.run(run_judge(Endpoint(base_url=llm.url, model="j"), "task", [], {}, backoff=0.01,
+                                        profile="robust"))
     assert verdict.classification == "incomplete" and verdict.attempts == 2
+
+
+TRAJECTORY = [{"iteration": 1, "tool_calls": [{"name": "list_tools", "arguments": {}}],
+               "tool_response": {"tool_call_id": "c1", "content": "Available MCP Tools: …"}},
+              {"iteration": 2, "tool_calls": [], "is_final": True, "content": "Déjà fait."}]
+VERIFIER_META = {"reasoning": "count the rows", "success_criteria": "one more row", "failure_criteria": "no change"}
+
+
+def judge_once(profile: str, reply: str, temperature: float = 0.3):
+    """One judge call against the scripted server (which would answer a valid verdict to a second request);
+    returns the verdict and every request the server received."""
+    script = {"responses": [{"content": reply}, {"content": '{"classification": "complete"}'}],
+              "cursor": "sequential"}
+    with FakeLLMServer(script) as llm:
+        verdict = asyncio.run(run_judge(Endpoint(base_url=llm.url, model="judge-m", temperature=temperature),
+                                        "Add 2 mugs.", TRAJECTORY, {"final": [["Mug", 2]]}, VERIFIER_META,
+                                        backoff=0.01, profile=profile))
+        return verdict, list(llm.requests)
+
+
+def expected_user_message(verification: dict) -> str:
+    task_json = {"user_task": "Add 2 mugs.", "actual_execution_steps": 2, "trajectory": TRAJECTORY}
+    return ("task_json:\n" + json.dumps(task_json, ensure_ascii=False, indent=2) + "\n\nverification_json:\n"
+            + json.dumps(verification, ensure_ascii=False, indent=2))
+
+
+def test_reference_judge_request_is_the_reference_request():
+    verdict, requests = judge_once("reference", '{"classification": "Complete", "reasoning": "done"}')
+    assert len(requests) == 1
+    body = requests[0]
+    assert set(body) == {"model", "messages", "temperature", "max_completion_tokens"}
+    assert body["model"] == "judge-m" and body["temperature"] == 1.0 and body["max_completion_tokens"] == 4096
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    # only the verifier's result: no reasoning, no criteria
+    assert body["messages"][1]["content"] == expected_user_message({"code_execution_result": {"final": [["Mug", 2]]}})
+    assert verdict.classification == "complete" and verdict.attempts == 1
+
+
+def test_robust_judge_request_adds_the_verifier_reasoning_and_criteria():
+    verdict, requests = judge_once("robust", '{"classification": "complete"}')
+    assert len(requests) == 1 and requests[0]["temperature"] == 0.3  # the endpoint's temperature
+    assert requests[0]["messages"][1]["content"] == expected_user_message({
+        "code_execution_result": {"final": [["Mug", 2]]}, "verifier_reasoning": "count the rows",
+        "success_criteria": "one more row", "failure_criteria": "no change"})
+    assert verdict.classification == "complete"
+
+
+def test_fenced_reply_reference_judge_error_without_retry_robust_parsed():
+    verdict, requests = judge_once("reference", FENCED_THEN_BRACES)
+    assert verdict.classification == "judge_error" and len(requests) == 1 and verdict.attempts == 1
+    assert verdict.judge_result == {"error": f"Failed to parse LLM response: {FENCED_THEN_BRACES}"}
+    verdict, requests = judge_once("robust", FENCED_THEN_BRACES)
+    assert verdict.classification == "complete" and len(requests) == 1
+
+
+def test_unparseable_reply_reference_no_retry_robust_retries():
+    verdict, requests = judge_once("reference", "I cannot decide.")
+    assert verdict.classification == "judge_error" and len(requests) == 1
+    verdict, requests = judge_once("robust", "I cannot decide.")
+    assert verdict.classification == "complete" and len(requests) == 2 and verdict.attempts == 2
+
+
+def test_sql_mode_verifier_gets_an_empty_final_answer(dbs):
+    """The reference calls an sql-mode verifier without a final answer, which it passes on as ''."""
+    initial, final = dbs
+    keyword = "def verify_task(initial_db_path, final_db_path, final_answer=None):\n    return {'answer': final_answer}"
+    outcome = run_verifier(code_verifier(keyword, "sql"), initial, final, "the agent's answer")
+    assert outcome.label == "incomplete" and outcome.result == {"answer": ""}
+    positional = "def verify_task(a, b, c=None):\n    return {'answer': c}"
+    assert run_verifier(code_verifier(positional, "sql"), initial, final, "x").result == {"answer": ""}
+    code_mode = "def verify_task_completion(a, b, c=None):\n    return {'result': 'complete', 'c': c}"
+    assert run_verifier(code_verifier(code_mode), initial, final, "x").result["raw_result"]["c"] == "x"
+
+
+@pytest.mark.parametrize("code", [None, 42, ["def verify_task(a, b):"], {"x": 1}])
+def test_verifier_code_that_is_no_string_is_no_code(dbs, code):
+    initial, final = dbs
+    verifier = Verifier("s", 0, "sql", code, {"reasoning": "r"})
+    assert verifier.function_name == "verify_task" and verifier.meta == {"reasoning": "r"}
+    assert run_verifier(verifier, initial, final).error_kind == "no_code"
 
 
 def test_rewards():

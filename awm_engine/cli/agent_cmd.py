@@ -23,6 +23,7 @@ from awm_engine.cli.common import (
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
 from awm_engine.eval.episode import POLICIES, make_policy, run_episode, verification_warnings
+from awm_engine.verify.judge import DEFAULT_PROFILE, PROFILES
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import verify_run
 
@@ -47,6 +48,9 @@ def register(verbs) -> None:
     verify = verbs.add_parser("verify", help="verify a run directory and compute its reward")
     verify.add_argument("run_dir")
     verify.add_argument("--mode", choices=["code", "sql"], default="sql")
+    verify.add_argument("--protocol", choices=list(PROFILES), default=DEFAULT_PROFILE,
+                        help="reference: the judge sees and is read exactly as in the AWM reference (default); "
+                             "robust: richer judge input, lenient parsing, retries")
     add_data_arg(verify)
     add_endpoint_args(verify, "judge")
     verify.add_argument("--timeout", type=float, default=30.0, help="verifier wall-clock limit, seconds")
@@ -142,7 +146,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=True) if args.data else None
     try:
         report = asyncio.run(verify_run(run_dir, args.mode, catalog, _judge(args) if args.mode == "sql" else None,
-                                        timeout=args.timeout))
+                                        timeout=args.timeout, profile=args.protocol))
     except (ValueError, KeyError) as exc:
         raise CliError(str(exc)) from None
     if args.json:

@@ -25,6 +25,7 @@ from awm_engine.eval.episode import make_policy, missing_solutions, run_episode,
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
 from awm_engine.runtime.pool import EnvPool
+from awm_engine.verify.judge import DEFAULT_PROFILE
 from awm_engine.verify.rewards import RewardConfig
 
 
@@ -150,7 +151,7 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
     config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    run_facts = {"warnings": warnings}
+    run_facts = {"warnings": warnings, "verification_profile": getattr(agent, "protocol", DEFAULT_PROFILE)}
     index = ResultsIndex(results)
     index.refresh()
     done_ids = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}

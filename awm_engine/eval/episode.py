@@ -25,6 +25,7 @@ from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.runtime.episode import EnvLoadError, EpisodeHandle, EpisodeLoadFailure
 from awm_engine.runtime.mcp_client import McpEpisode
 from awm_engine.runtime.pool import EnvPool
+from awm_engine.verify.judge import DEFAULT_PROFILE
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import VerifyReport, verify_both, verify_run
 
@@ -104,14 +105,15 @@ async def open_episode(scenario: Scenario, task_idx: int, run_dir: Path, backend
 
 
 async def verify_episode(run_dir: Path, verify_mode: str, catalog: Catalog, judge: Endpoint | None = None,
-                         rewards: RewardConfig | None = None) -> VerifyReport:
+                         rewards: RewardConfig | None = None, profile: str = DEFAULT_PROFILE) -> VerifyReport:
     """One verification policy for every front end: ``code``, ``sql`` (judge, else code fallback) or
-    ``both`` (code always, plus sql + judge when a judge is configured, merged)."""
+    ``both`` (code always, plus sql + judge when a judge is configured, merged). ``profile`` is the
+    verification profile (reference | robust: how the judge is asked and read)."""
     if verify_mode == "both":
-        return await verify_both(run_dir, catalog, judge, rewards)
+        return await verify_both(run_dir, catalog, judge, rewards, profile=profile)
     if verify_mode not in VERIFY_MODES:
         raise ValueError(f"unknown verification mode {verify_mode!r} (choose from {', '.join(VERIFY_MODES)})")
-    return await verify_run(run_dir, verify_mode, catalog, judge, rewards)
+    return await verify_run(run_dir, verify_mode, catalog, judge, rewards, profile=profile)
 
 
 def _where(tasks: list[tuple[str, int]]) -> str:
@@ -218,5 +220,6 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
             await pool.close()
     report = None
     if verify_mode:
-        report = await verify_episode(run_dir, verify_mode, catalog, judge, rewards)
+        report = await verify_episode(run_dir, verify_mode, catalog, judge, rewards,
+                                      getattr(config, "protocol", DEFAULT_PROFILE))
     return EpisodeOutcome(run_dir, rollout.finished, report, rollout)

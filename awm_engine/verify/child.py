@@ -41,15 +41,17 @@ def sanitize(value):
 
 
 def call_verifier(func, mode: str, initial: str, final: str, final_answer: str):
+    """As the reference: the three names by keyword where the function has them, else positionally when it
+    takes two or more. ``final_answer`` is the agent's answer in code mode and ``''`` in sql mode (the
+    reference's sql verifier is called without one, which it turns into '')."""
     params = list(inspect.signature(func).parameters)
-    wanted = {"initial_db_path": initial, "final_db_path": final}
-    if mode == "code":
-        wanted["final_answer"] = final_answer
+    answer = (final_answer or "") if mode == "code" else ""
+    wanted = {"initial_db_path": initial, "final_db_path": final, "final_answer": answer}
     kwargs = {k: v for k, v in wanted.items() if k in params}
     if kwargs:
         return func(**kwargs)
     if len(params) >= 2:
-        return func(*([initial, final] + ([final_answer] if mode == "code" and len(params) >= 3 else [])))
+        return func(*([initial, final] + ([answer] if len(params) >= 3 else [])))
     return func()
 
 

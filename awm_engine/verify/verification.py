@@ -28,6 +28,7 @@ from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox.environment import scrubbed_env
+from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
 DEFAULT_TIMEOUT = 30.0
@@ -215,6 +216,7 @@ class VerifyReport:
     judge: dict[str, Any] | None = None
     note: str | None = None
     rewards: dict[str, float] = field(default_factory=dict)
+    profile: str = DEFAULT_PROFILE  # the verification profile: reference | robust (verify.judge.PROFILES)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -262,14 +264,15 @@ NO_SQL_VERIFIER = ("this task has no sql-mode verifier (verify_task): the label 
 
 async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | None = None,
                      judge: Endpoint | None = None, rewards: RewardConfig | None = None,
-                     timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB) -> VerifyReport:
+                     timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
+                     profile: str = DEFAULT_PROFILE) -> VerifyReport:
     """Verify a run directory (trajectory.json, initial.db, final.db) and write verify files into it.
 
     ``code``: the task's code-mode verifier decides. ``sql``: its sql-mode verifier and the judge; with no judge,
     or no sql-mode verifier for the task, the code-mode verifier decides (and ``note`` says so). Verifiers are
-    picked by the mode their code defines, whichever file they are in."""
-    from awm_engine.verify.judge import run_judge
-
+    picked by the mode their code defines, whichever file they are in. ``profile`` (reference | robust) is how
+    the judge is asked and read (``verify.judge``)."""
+    check_profile(profile)
     if mode not in VERIFIER_MODES:
         raise ValueError(f"unknown verification mode {mode!r} (choose from {', '.join(VERIFIER_MODES)})")
     run_dir = Path(run_dir)
@@ -281,7 +284,7 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
     initial, final = run_dir / "initial.db", run_dir / "final.db"
     task = trajectory.get("task") if isinstance(trajectory.get("task"), str) else ""
     report = VerifyReport(scenario.key, task_id, task, mode, "judge_error", 0.0, False, stop_reason,
-                          rewards=rewards.to_dict())
+                          rewards=rewards.to_dict(), profile=profile)
     sql_verifier = scenario.verifier(task_id, "sql") if mode == "sql" else None
     use_judge = judge is not None and sql_verifier is not None and sql_verifier.has_code
     if mode == "code" or not use_judge:
@@ -304,8 +307,8 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
         if report.sql.label == "judge_error":
             report.label = "judge_error"
         else:
-            verdict = await run_judge(judge, report.task, trajectory.get("trajectory") or [], report.sql.result,
-                                      sql_verifier.meta)
+            verdict = await run_judge(judge, report.task, trajectory.get("trajectory"), report.sql.result,
+                                      sql_verifier.meta, profile=profile)
             report.judge = verdict.to_dict()
             report.label = verdict.classification
     report.has_verdict = report.label != "judge_error"
@@ -323,13 +326,13 @@ def _write_report(run_dir: Path, report: VerifyReport) -> None:
 
 
 async def verify_both(run_dir: Path | str, catalog: Catalog | None = None, judge: Endpoint | None = None,
-                      rewards: RewardConfig | None = None) -> VerifyReport:
+                      rewards: RewardConfig | None = None, profile: str = DEFAULT_PROFILE) -> VerifyReport:
     """Code mode always, and sql mode with the judge when one is configured and the task has an sql-mode
     verifier, merged into one report (the judge's label decides; the code verifier's outcome is kept beside it)
     written to ``verify.json``."""
     run_dir = Path(run_dir)
     _, catalog, scenario, task_id = _open_run(run_dir, catalog)
-    report = await verify_run(run_dir, "code", catalog, None, rewards)
+    report = await verify_run(run_dir, "code", catalog, None, rewards, profile=profile)
     if judge is None:
         return report
     if not scenario.verifier_has_code["sql"].get(task_id):
@@ -337,7 +340,7 @@ async def verify_both(run_dir: Path | str, catalog: Catalog | None = None, judge
         _write_report(run_dir, report)
         return report
     code_outcome = report.code
-    report = await verify_run(run_dir, "sql", catalog, judge, rewards)
+    report = await verify_run(run_dir, "sql", catalog, judge, rewards, profile=profile)
     report.code = code_outcome
     _write_report(run_dir, report)
     return report
