@@ -93,3 +93,27 @@ def test_index_cache_is_invalidated_when_the_file_changes(tmp_path):
 def test_missing_directory_is_an_error(tmp_path):
     catalog = Catalog.load([tmp_path / "nowhere"])
     assert len(catalog) == 0 and catalog.errors[0].message == "not a directory"
+
+
+def test_markup_in_names_and_indexes_that_are_not_a_list(tmp_path, capsys):
+    """A scenario named like rich markup and a table whose 'indexes' is a number: listed, shown and built,
+    each problem reported, nothing raised."""
+    import json as _json
+
+    from awm_engine.cli import main as awm
+
+    name = "Shop [/] [bold"
+    rows = {"gen_scenario": {"name": name, "description": "[bold]x"},
+            "gen_tasks": {"scenario": name, "tasks": ["[red]do it"]},
+            "gen_db": {"scenario": name, "db_schema": {"tables": [
+                {"name": "t[/]", "ddl": 'CREATE TABLE "t[/]" (id INTEGER PRIMARY KEY)', "indexes": 5}]}},
+            "gen_sample": {"scenario": name, "sample_data": {"tables": []}}}
+    for file, row in rows.items():
+        (tmp_path / f"{file}.jsonl").write_text(_json.dumps(row) + "\n")
+    assert awm(["catalog", "list", "--data", str(tmp_path)]) == 0
+    assert "shop_bold" in capsys.readouterr().out
+    assert awm(["catalog", "show", "shop_bold", "--data", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "'indexes' is a int, not a list" in out and "[red]do it" in out
+    assert awm(["db", "build", "--data", str(tmp_path), "--out", str(tmp_path / "dbs")]) == 0
+    assert "not iterable" in capsys.readouterr().out

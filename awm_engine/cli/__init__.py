@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.markup import escape
+
 from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
 from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
 from awm_engine.sandbox.host import harden_parent
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (CliError, *INPUT_ERRORS) as exc:
-        stderr.print(f"[red]error:[/red] {exc}", highlight=False)
+        stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return getattr(exc, "code", 2)
     except KeyboardInterrupt:
         stderr.print("interrupted")

@@ -74,7 +74,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    stdout.rule(f"[bold]{escape(s.name)}[/bold]  ({s.key})")
+    stdout.rule(f"[bold]{escape(s.name)}[/bold]  ({escape(s.key)})")
     stdout.print(escape(s.description or "(no description)"))
     stdout.print(f"\n[bold]Tables ({len(data['tables'])})[/bold]")
     for t in data["tables"]:
@@ -82,10 +82,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         cols = ", ".join(
             f"{c['name']} {c['type']}" + (" PK" if c["primary_key"] else "") + (" NOT NULL" if c["notnull"] else "")
             + (f" -> {fks[c['name']]}" if c["name"] in fks else "") for c in t["columns"])
-        stdout.print(f"  [cyan]{escape(t['name'])}[/cyan]: {escape(cols)}" + (f" [red]{t['error']}[/red]" if t["error"] else ""))
+        stdout.print(f"  [cyan]{escape(t['name'])}[/cyan]: {escape(cols)}" + (f" [red]{escape(str(t['error']))}[/red]" if t["error"] else ""))
     stdout.print(f"\n[bold]Tools ({len(data['tools'])})[/bold]")
     for t in data["tools"]:
-        stdout.print(f"  [green]{escape(t['name'])}[/green]  {t['method']} {escape(t['path'])}  {escape(t['summary'])}")
+        stdout.print(f"  [green]{escape(t['name'])}[/green]  {escape(str(t['method']))} {escape(t['path'])}  {escape(t['summary'])}")
         if t.get("shadowed_by"):
             stdout.print(f"      [yellow]same method and path as '{escape(t['shadowed_by'])}': over MCP only that name "
                          f"is listed, and its calls reach this handler (fastapi-mcp behaviour)[/yellow]")

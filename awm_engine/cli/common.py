@@ -16,7 +16,8 @@ from awm_engine.eval.runs import NotAnEvalRun
 stdout = Console(soft_wrap=True)
 if not stdout.is_terminal:
     stdout = Console(soft_wrap=True, width=160)
-stderr = Console(stderr=True)
+# narration never wraps (a path cut in two cannot be pasted back); tables on stderr still fit a terminal
+stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 class CliError(Exception):
@@ -40,7 +41,7 @@ def load_catalog(args: argparse.Namespace, quiet: bool = False) -> Catalog:
     if not quiet:
         for issue in catalog.issues:
             colour = "red" if issue.level == "error" else "yellow"
-            stderr.print(f"[{colour}]{issue}[/{colour}]", highlight=False, markup=True)
+            stderr.print(f"[{colour}]{escape(str(issue))}[/{colour}]", highlight=False, markup=True)
     if not len(catalog):
         raise CliError("no scenarios found in " + ", ".join(map(str, catalog.dirs)))
     return catalog

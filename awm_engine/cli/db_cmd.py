@@ -6,10 +6,25 @@ import json
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table as RichTable
+from rich.text import Text
 
-from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.cli.common import (
+    CliError,
+    add_data_arg,
+    get_scenario,
+    load_catalog,
+    print_json,
+    stderr,
+    stdout,
+)
 from awm_engine.db.build import build_database
 from awm_engine.db.diff import diff_databases
 from awm_engine.db.templates import TemplateCache
@@ -56,21 +71,21 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.json:
         print_json(payload)
         return 0
-    table = RichTable(title=f"{'rebuilt the templates of' if args.refresh else 'built'} {len(reports)} databases "
-                            f"in {out}")
+    table = RichTable(title=Text(f"{'rebuilt the templates of' if args.refresh else 'built'} {len(reports)} "
+                                 f"databases in {out}"))
     for col in ("scenario", "tables ok", "tables failed", "inserts ok", "inserts failed", "rows", "seconds",
                 "time-dependent"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in reports:
-        table.add_row(r.scenario, str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
+        table.add_row(Text(r.scenario), str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
                       str(sum(r.row_counts.values())), f"{r.seconds:.2f}", "yes" if r.time_dependent else "",
                       style="red" if r.fatal else ("yellow" if r.failures else None))
     stdout.print(table)
     for r in reports:
         if r.fatal:
-            stdout.print(f"[red]{r.scenario}: {escape(r.fatal)}[/red]")
+            stdout.print(f"[red]{escape(r.scenario)}: {escape(r.fatal)}[/red]")
         for f in r.failures:
-            stdout.print(f"[yellow]{r.scenario}[/yellow] {f.phase} {escape(f.table)}: {escape(f.error)}\n"
+            stdout.print(f"[yellow]{escape(r.scenario)}[/yellow] {f.phase} {escape(f.table)}: {escape(f.error)}\n"
                          f"    [dim]{escape(f.statement[:300])}[/dim]")
     if not args.refresh:
         stdout.print(f"report: {out / 'build_report.json'}")
@@ -88,7 +103,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     counts = diff.counts()
     stdout.print(f"{counts['tables']} tables changed: +{counts['inserted']} -{counts['deleted']} ~{counts['updated']}")
     for t in diff.tables:
-        stdout.rule(f"{t.table} ({t.status}; key {', '.join(t.key_columns)})")
+        stdout.rule(escape(f"{t.table} ({t.status}; key {', '.join(t.key_columns)})"))
         for row in t.inserted:
             stdout.print(f"[green]+ {escape(json.dumps(row, default=str, ensure_ascii=False))}[/green]")
         for row in t.deleted:

@@ -39,6 +39,7 @@ from awm_engine.data.records import (
     Verifier,
     verifier_mode,
 )
+from awm_engine.data.sql_guard import forbid_attach
 
 FILES = {
     "scenario": "gen_scenario.jsonl",
@@ -227,12 +228,15 @@ class Scenario:
         """Tables from the schema with columns and keys, introspected from an in-memory build of the DDL."""
         schema = self.db_schema or {}
         specs = [t for t in schema.get("tables", []) if isinstance(t, dict)] if isinstance(schema, dict) else []
-        conn = sqlite3.connect(":memory:")
+        conn = forbid_attach(sqlite3.connect(":memory:"))  # the DDL is generated: it may not reach any file
         out: list[Table] = []
         try:
             for spec in specs:
+                indexes = spec.get("indexes")
                 table = Table(name=str(spec.get("name", "?")), ddl=str(spec.get("ddl", "")),
-                              indexes=[str(i) for i in spec.get("indexes", []) or []])
+                              indexes=[str(i) for i in indexes] if isinstance(indexes, list) else [])
+                if indexes is not None and not isinstance(indexes, list):
+                    table.error = f"'indexes' is a {type(indexes).__name__}, not a list"
                 try:
                     conn.execute(table.ddl)
                 except (sqlite3.Error, ValueError) as exc:
