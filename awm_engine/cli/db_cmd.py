@@ -25,7 +25,7 @@ from awm_engine.cli.common import (
     stderr,
     stdout,
 )
-from awm_engine.db.build import build_database
+from awm_engine.db.build import build_database_sandboxed
 from awm_engine.db.diff import diff_databases
 from awm_engine.db.templates import TemplateCache
 
@@ -63,7 +63,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         for s in scenarios:
             progress.update(job, description=f"building {s.key}")
             reports.append(templates.get(s, rebuild=True)[1] if templates else
-                           build_database(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
+                           build_database_sandboxed(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
             progress.advance(job)
     payload = [r.to_dict() for r in reports]
     if not args.refresh:

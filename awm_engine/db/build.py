@@ -8,8 +8,14 @@ rolls the insertion back (the database keeps its schema only), as in the referen
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -170,6 +176,54 @@ def build_database(scenario: str, db_schema: dict[str, Any] | None, sample_data:
     return report
 
 
+def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sample_data: dict[str, Any] | None,
+                             path: Path | str, timeout: float = 600.0) -> BuildReport:
+    """``build_database`` in the sandbox: the generated SQL runs in a process that may write only its own
+    scratch directory (the finished file is then moved to ``path``); a build that crashes or runs past
+    ``timeout`` comes back as a report with ``fatal`` set."""
+    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
+    try:
+        request = scratch / "request.json"
+        request.write_text(json.dumps({"scenario": scenario, "db_schema": db_schema, "sample_data": sample_data},
+                                      ensure_ascii=False))
+        out_db, out_report = scratch / "out.db", scratch / "report.json"
+        sandbox = Sandbox(SandboxPolicy(writable=[str(scratch)], memory_mb=2048, max_procs=16), "build")
+        try:
+            result = sandbox.run([sys.executable, "-m", "awm_engine.db.build", str(request), str(out_db),
+                                  str(out_report)], timeout=timeout, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE)
+            failure = None if result.returncode == 0 and out_report.is_file() else \
+                f"exited with {result.returncode}: {(result.stderr or b'').decode(errors='replace')[-500:]}"
+        except subprocess.TimeoutExpired:
+            failure = f"did not finish within {timeout:.0f}s"
+        if failure is not None:
+            report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
+                                 time_dependent=time_dependence(db_schema, sample_data))
+            report.fatal = f"the sandboxed database build {failure}"
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            sqlite3.connect(path).close()
+            return report
+        report = BuildReport.from_dict(json.loads(out_report.read_text()))
+        report.path = str(path)
+        os.replace(out_db, path)
+        return report
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _main(argv: list[str]) -> int:
+    """Inside the sandbox: ``python -m awm_engine.db.build REQUEST OUT_DB OUT_REPORT``."""
+    request = json.loads(Path(argv[0]).read_text())
+    report = build_database(request["scenario"], request.get("db_schema"), request.get("sample_data"), argv[1])
+    Path(argv[2]).write_text(json.dumps(report.to_dict(), ensure_ascii=False, default=str))
+    return 0
+
+
 # -- time dependence: values SQLite computes from the clock while the database is built ----------------------
 
 _STRING = re.compile(r"'(?:[^']|'')*'")
@@ -229,3 +283,7 @@ def time_dependence(db_schema: Any, sample_data: Any) -> list[str]:
                     if len(findings) >= MAX_FINDINGS:
                         return findings
     return findings
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.paths import cache_dir
-from awm_engine.db.build import BuildReport, build_database, time_dependence
+from awm_engine.db.build import BuildReport, build_database_sandboxed, time_dependence
 from awm_engine.db.diff import copy_database
 
 MAX_AGE_ENV = "AWM_TEMPLATE_MAX_AGE"
@@ -98,7 +98,7 @@ class TemplateCache:
             tag = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
             tmp = db_path.with_name(f"{db_path.stem}.{tag}.tmp.db")
             built_at = self.clock()
-            report = build_database(scenario.key, scenario.db_schema, scenario.sample_data, tmp)
+            report = build_database_sandboxed(scenario.key, scenario.db_schema, scenario.sample_data, tmp)
             report.path = str(db_path)
             report.built_at = built_at
             tmp_report = report_path.with_name(f"{report_path.name}.{tag}.tmp")

@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 
+from awm_engine.sandbox.pidns import run_as_pid1
 from awm_engine.verify import child as verifier_child  # noqa: F401 - imported before forking, so children start warm
 
 
@@ -24,8 +25,8 @@ def _child(request_path: str, out_path: str) -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     code = 1
-    try:
-        code = verifier_child.run(request_path, out_path)
+    try:  # the verifier runs as pid 1 of its own pid namespace: nothing it starts outlives it
+        code = run_as_pid1(lambda: verifier_child.run(request_path, out_path))
     finally:
         os._exit(code)
 

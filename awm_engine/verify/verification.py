@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
-from awm_engine.sandbox.environment import scrubbed_env
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -49,9 +48,10 @@ class VerifierHost:
         self.waiters: dict[str, list] = {}
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verify.host"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                                     env=scrubbed_env({"PYTHONPATH": ROOT}), cwd=tempfile.gettempdir())
+        # one sandbox for the host and every verifier it forks: writes only below the shared workspace
+        sandbox = Sandbox(SandboxPolicy(writable=[str(workspace())], memory_mb=None, max_procs=512), "verifier")
+        self.proc = sandbox.popen([sys.executable, "-m", "awm_engine.verify.host"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
 
     def _read(self, proc: subprocess.Popen) -> None:
@@ -105,21 +105,27 @@ def verifier_host() -> VerifierHost | None:
         return _host
 
 
+_workspace: Path | None = None
+
+
+def workspace() -> Path:
+    """The directory every verification of this process works in (the verifier sandbox may write only there)."""
+    global _workspace
+    with _host_guard:
+        if _workspace is None or not _workspace.is_dir():
+            _workspace = Path(tempfile.mkdtemp(prefix="awm_verify_"))
+    return _workspace
+
+
 def _spawn(request: Path, out: Path, timeout: float, cwd: str) -> tuple[str, int | None, str]:
-    """One fresh interpreter for this verifier (the fallback)."""
-    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.verify.child", str(request), str(out)],
-                            cwd=cwd, env=scrubbed_env({"PYTHONPATH": ROOT}), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    """One fresh sandboxed interpreter for this verifier (the fallback)."""
+    sandbox = Sandbox(SandboxPolicy(writable=[cwd], memory_mb=None, max_procs=64), "verifier1")
     try:
-        _, stderr = proc.communicate(timeout=timeout)
+        result = sandbox.run([sys.executable, "-m", "awm_engine.verify.child", str(request), str(out)],
+                             timeout=timeout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
         return "timeout", None, ""
-    return "exited", proc.returncode, (stderr or b"").decode(errors="replace")[-500:]
+    return "exited", result.returncode, (result.stderr or b"").decode(errors="replace")[-500:]
 
 
 @dataclass
@@ -157,7 +163,7 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         if not Path(path).is_file():
             return fail("db_missing", f"database not found: {path}")
     function = verifier.function_name
-    with tempfile.TemporaryDirectory(prefix="awm_verify_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="run_", dir=workspace()) as tmp:
         work = Path(tmp)
         initial_copy, final_copy = work / "initial.db", work / "final.db"
         shutil.copyfile(initial_db, initial_copy)
@@ -167,7 +173,8 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         request = work / "request.json"
         request.write_text(json.dumps({"code": verifier.code, "function": function, "mode": mode,
                                        "initial_db": str(initial_copy), "final_db": str(final_copy),
-                                       "final_answer": final_answer or "", "memory_mb": memory_mb}))
+                                       "final_answer": final_answer or "", "memory_mb": memory_mb,
+                                       "cpu_seconds": max(1, int(timeout) + 1)}))
         out = work / "result.json"
         host = verifier_host()
         status = None
