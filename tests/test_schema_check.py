@@ -1,5 +1,5 @@
 """Tools whose input schema is not valid JSON Schema: the `reference` schema check fails every call exactly as the
-reference's MCP stack does (jsonschema's SchemaError text); `robust` runs them; catalog, env test and the TUI flag them."""
+reference's MCP stack does (SchemaError text); `robust` runs them; catalog, env test and the TUI flag them."""
 import asyncio
 import json
 

@@ -33,6 +33,8 @@ class ReplayStep:
     error_kind: str | None = None
     is_final: bool = False
     format_errors: list[str] | None = None
+    status: int | None = None  # the HTTP status behind the observation, when a request was made
+    traceback: str | None = None  # the exception behind an environment error (events.jsonl only)
 
     @property
     def changes_db(self) -> bool:
@@ -53,12 +55,24 @@ def _steps_from_events(path: Path) -> list[ReplayStep]:
             elif kind == "observation":
                 step.observation, step.is_error, step.error_kind = event["text"], event["is_error"], event.get(
                     "error_kind")
+                step.status = event.get("status") if isinstance(event.get("status"), int) else None
+                step.traceback = event.get("traceback") if isinstance(event.get("traceback"), str) else None
             elif kind == "format_error":
                 step.format_errors = (step.format_errors or []) + [f"{event['kind']}: {event['detail']}"]
     ordered = [steps[k] for k in sorted(steps)]
     for step in ordered:
         step.is_final = step.observation is None and step.name is None and not step.format_errors
     return ordered
+
+
+def traced_steps(run_dir: Path | str) -> list[ReplayStep]:
+    """The steps of a run whose observation came with the environment's traceback (``events.jsonl``); none
+    when the file is missing or unreadable."""
+    path = Path(run_dir) / EVENTS.file
+    try:
+        return [s for s in _steps_from_events(path) if s.traceback] if path.is_file() else []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
 
 
 def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:

@@ -82,6 +82,8 @@ def _print_event(event) -> None:
     elif isinstance(event, Observation):
         colour = "red" if event.is_error else "dim"
         stderr.print(f"  [{colour}]← {escape(event.text[:400])}[/{colour}]")
+        if event.traceback:
+            stderr.print(f"[dim]{escape(event.traceback.rstrip())}[/dim]", highlight=False)
     elif isinstance(event, FormatError):
         stderr.print(f"  [yellow]format error ({event.kind}): {escape(event.detail[:200])}[/yellow]")
     elif isinstance(event, RolloutFinished):
@@ -182,6 +184,7 @@ async def _replay(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     steps = [{"step": s.index, "iteration": s.iteration, "tool": s.tool, "name": s.name, "arguments": s.arguments,
               "is_error": s.is_error, "is_final": s.is_final, "observation": (s.observation or "")[:300],
+              "error_kind": s.error_kind, "status": s.status, "traceback": s.traceback,
               "format_errors": s.format_errors} for s in run.steps]
     data = {"run_dir": str(run.run_dir), "scenario": run.scenario, "task_id": run.task_id,
             "stop_reason": run.stop_reason, "steps": steps}
@@ -201,6 +204,8 @@ async def _replay(args: argparse.Namespace) -> int:
     for s in steps:
         what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
         print(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
+        if s["traceback"]:  # the environment's exception behind this step's error
+            print("\n".join("       " + line for line in s["traceback"].rstrip().splitlines()))
     if "diff" in data:
         c = data["diff"]["summary"]
         print(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")

@@ -216,6 +216,8 @@ async def _call(args: argparse.Namespace) -> int:
         print_json({"scenario": scenario.key, "tool": args.tool, "arguments": arguments, **result.to_dict()})
     else:
         sys.stdout.write(result.text + "\n")
+    if result.traceback:  # what the environment raised (the result text is what a model sees)
+        sys.stderr.write(result.traceback.rstrip() + "\n")
     return 1 if result.is_error else 0
 
 

@@ -136,6 +136,7 @@ class Observation(StepEvent):
     error_kind: str | None = None
     status: int | None = None
     elapsed_ms: float = 0.0
+    traceback: str | None = None  # the exception behind an environment error (the model never sees it)
 
 
 @dataclass

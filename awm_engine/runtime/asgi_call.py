@@ -4,10 +4,13 @@ fastapi-mcp calls the FastAPI app through ``httpx.ASGITransport`` (base URL ``ht
 ``raise_app_exceptions=False``). This does the same without a client object, so it works from any
 thread or event loop: httpx builds the URL (path, query encoding) and the JSON body; an exception
 escaping the app after Starlette answered keeps that answer, and one before any answer gives 500.
+Either way the exception is kept (``AsgiResponse.error``): Starlette's ``ServerErrorMiddleware`` sends
+its ``Internal Server Error`` and re-raises, so the answer stays byte-identical and the traceback is known.
 """
 from __future__ import annotations
 
 import json
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +19,14 @@ import httpx
 BASE_URL = "http://apiserver"
 
 
+TRACEBACK_LIMIT = 20_000  # characters kept of one traceback (its start and its end)
+
+
 @dataclass
 class AsgiResponse:
     status: int
     body: bytes
+    error: BaseException | None = None  # what the app raised while answering (an unhandled exception)
 
     @property
     def text(self) -> str:
@@ -63,10 +70,25 @@ async def asgi_request(app: Any, request: httpx.Request) -> AsgiResponse:
 
     try:
         await app(scope, receive, send)
-    except Exception:  # noqa: BLE001 - same as raise_app_exceptions=False
+    except Exception as exc:  # noqa: BLE001 - same as raise_app_exceptions=False
         if status is None:
-            return AsgiResponse(500, b"")
+            return AsgiResponse(500, b"", exc)
+        return AsgiResponse(status, b"".join(chunks), exc)
     return AsgiResponse(status if status is not None else 500, b"".join(chunks))
+
+
+def format_traceback(exc: BaseException, module_file: str | None = None) -> str:
+    """``exc`` with its traceback (and its causes), from the first frame in ``module_file`` (the environment's
+    code) when there is one: the framework frames above the handler say nothing about the bug."""
+    tb = exc.__traceback__
+    frame = tb
+    while module_file and frame is not None and frame.tb_frame.f_code.co_filename != module_file:
+        frame = frame.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, frame or tb))
+    if len(text) > TRACEBACK_LIMIT:
+        half = TRACEBACK_LIMIT // 2
+        text = text[:half] + f"\n… ({len(text) - TRACEBACK_LIMIT} characters left out) …\n" + text[-half:]
+    return text
 
 
 def response_text(response: AsgiResponse) -> str:

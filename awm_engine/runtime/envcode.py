@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import linecache
 import sys
 import types
 import warnings
@@ -120,6 +121,8 @@ def exec_module(code: str, scenario_key: str, db_path: str) -> tuple[types.Modul
     module = types.ModuleType(name)
     module.__dict__["__file__"] = f"<{scenario_key}/server_code.py>"
     sys.modules[name] = module
+    # tracebacks through the generated code show its lines (an entry without mtime is never evicted)
+    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

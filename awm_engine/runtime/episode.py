@@ -48,6 +48,9 @@ class ToolResult:
     error_kind: str | None = None  # unknown_tool | invalid_arguments | invalid_schema | http_4xx | http_5xx |
     #                                timeout | internal
     elapsed_ms: float = 0.0
+    # the exception and traceback behind an environment error (an unhandled exception in a handler, where a
+    # timed-out handler was stopped): for people and logs only; the model sees ``text`` alone
+    traceback: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import sessionmaker
 
 from awm_engine.runtime import envcode
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, ToolResult, check_schema_check, snapshot_database
-from awm_engine.runtime.asgi_call import asgi_request, encode_request, response_text
+from awm_engine.runtime.asgi_call import asgi_request, encode_request, format_traceback, response_text
 from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, input_schema_error, tools_from_openapi
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
@@ -260,20 +260,25 @@ class Episode:
             token = current_episode.set(self)
             try:
                 response = _thread_loop().run_until_complete(asgi_request(self.loaded.app, request))
-            except ToolCallTimeout:
+            except ToolCallTimeout as exc:  # where the handler was when it was stopped
                 return ToolResult(f"Error calling {name}: the handler was stopped after its timeout", True,
-                                  error_kind="timeout", elapsed_ms=(time.perf_counter() - started) * 1000)
+                                  error_kind="timeout", elapsed_ms=(time.perf_counter() - started) * 1000,
+                                  traceback=format_traceback(exc, self._module_file()))
             finally:
                 current_episode.reset(token)
                 if _slot is not None:
                     _slot["thread"] = None
             self.calls += 1
         elapsed = (time.perf_counter() - started) * 1000
+        trace = format_traceback(response.error, self._module_file()) if response.error is not None else None
         if 400 <= response.status < 600:
             kind = "http_4xx" if response.status < 500 else "http_5xx"
             return ToolResult(f"Error calling {name}. Status code: {response.status}. Response: {response.text}",
-                              True, response.status, kind, elapsed)
-        return ToolResult(response_text(response), False, response.status, None, elapsed)
+                              True, response.status, kind, elapsed, trace)
+        return ToolResult(response_text(response), False, response.status, None, elapsed, trace)
+
+    def _module_file(self) -> str | None:
+        return getattr(self.loaded.module, "__file__", None)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
                         timeout: float | None = DEFAULT_CALL_TIMEOUT) -> ToolResult:
@@ -286,12 +291,13 @@ class Episode:
         except (asyncio.TimeoutError, TimeoutError):
             if slot.get("thread"):
                 interrupt_thread(slot["thread"])
+            stopped = None
             try:
-                await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
+                stopped = await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
             except (asyncio.TimeoutError, TimeoutError):
                 self.stuck = True
             return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True, error_kind="timeout",
-                              elapsed_ms=(timeout or 0) * 1000)
+                              elapsed_ms=(timeout or 0) * 1000, traceback=getattr(stopped, "traceback", None))
 
 
 class _PrivateEnv(LoadedEnv):

@@ -144,11 +144,12 @@ class McpEpisode:
         meta = getattr(result, "meta", None)
         awm = meta.get("awm") if isinstance(meta, dict) else None  # what an awm server adds to an error result
         awm = awm if isinstance(awm, dict) else {}
-        kind = status = None
+        kind = status = trace = None
         if result.is_error:
             kind = awm.get("error_kind") if isinstance(awm.get("error_kind"), str) else _error_kind_of(text)
             status = awm.get("status") if isinstance(awm.get("status"), int) else None
-        return ToolResult(text, bool(result.is_error), status, kind, (time.perf_counter() - started) * 1000)
+            trace = awm.get("traceback") if isinstance(awm.get("traceback"), str) else None
+        return ToolResult(text, bool(result.is_error), status, kind, (time.perf_counter() - started) * 1000, trace)
 
     async def reset(self) -> None:
         if self.server is None:

@@ -2,7 +2,8 @@
 
 Tools are the environment's routes with fastapi-mcp's names, descriptions and input schemas; a call
 goes to the episode (hosted by a worker process) and returns exactly the text the in-process path
-returns, with ``isError`` set for rejected calls and HTTP errors.
+returns, with ``isError`` set for rejected calls and HTTP errors. The traceback behind an error goes to
+``calls.jsonl``, to the worker's log (``server.log``) and into the result's ``_meta`` (never its text).
 """
 from __future__ import annotations
 
@@ -35,17 +36,17 @@ class EpisodeTool(Tool):
         if self._log is not None:
             self._log({"time": time.time(), "tool": self.name, "arguments": arguments, "is_error": result.is_error,
                        "status": result.status, "error_kind": result.error_kind,
-                       "elapsed_ms": round(result.elapsed_ms, 3)})
+                       "elapsed_ms": round(result.elapsed_ms, 3), "traceback": result.traceback})
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error,
                              meta=error_meta(result))
 
 
 def error_meta(result: Any) -> dict[str, Any] | None:
-    """``_meta`` of an error result: its kind and HTTP status for awm's own MCP client (the text, which is all a
-    model sees, stays exactly the reference's)."""
+    """``_meta`` of an error result: its kind, HTTP status and traceback for awm's own MCP client (the text,
+    which is all a model sees, stays exactly the reference's)."""
     if not result.is_error:
         return None
-    return {"awm": {"error_kind": result.error_kind, "status": result.status}}
+    return {"awm": {"error_kind": result.error_kind, "status": result.status, "traceback": result.traceback}}
 
 
 class UnknownToolAsResult(Middleware):

@@ -200,11 +200,11 @@ class PoolEpisode:
         except WorkerError as exc:
             if exc.kind == "worker_died":
                 await self.pool._restart(self.worker, generation)
-            return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal")
+            return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal", traceback=exc.traceback)
         if data.pop("stuck", False):  # a handler thread would not stop: recycle the worker
             await self.pool._restart(self.worker, generation)
             data["text"] += " (the environment worker was restarted)"
-        return ToolResult(**data)
+        return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})
 
     async def reset(self) -> None:
         await self.pool._ensure_attached(self)

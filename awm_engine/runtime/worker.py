@@ -11,6 +11,7 @@ import asyncio
 import os
 import socket
 import sys
+import time
 from typing import Any
 
 from awm_engine.runtime import protocol
@@ -69,6 +70,8 @@ class WorkerState:
             raise KeyError(f"unknown episode {msg.get('episode')!r}")
         if op == "call":
             result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"))
+            if result.traceback:
+                log_traceback(episode, msg["tool"], result)
             return {**result.to_dict(), "stuck": episode.stuck}
         if op == "list_tools":
             return {"tools": episode.list_tools()}
@@ -81,6 +84,15 @@ class WorkerState:
             self._close_retired()
             return {}
         raise ValueError(f"unknown op {op!r}")
+
+
+def log_traceback(episode: Episode, tool: str, result: Any) -> None:
+    """The traceback behind a failing call, in this worker's log (``server.log`` of ``awm env serve``)."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    what = f"HTTP {result.status}" if result.status else result.error_kind
+    sys.stderr.write(f"[{when}] {episode.env.key} episode {episode.id}: {tool} -> {what}\n"
+                     f"{result.traceback.rstrip()}\n")
+    sys.stderr.flush()
 
 
 async def serve(sock: socket.socket) -> None:

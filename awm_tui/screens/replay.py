@@ -64,7 +64,8 @@ class ReplayScreen(Screen):
         verdict = run.verification()
         env_errors = sum(1 for s in run.steps if is_environment_error(s.error_kind))
         self.query_one(SideBySide).show(run.final_diff(), verdict, env_errors, run.stop_reason,
-                                        title="Database changes (the run's final.db)")
+                                        title="Database changes (the run's final.db)",
+                                        traced=[s for s in run.steps if s.traceback])
         self.materialize()
 
     def state(self, text: str) -> None:
@@ -102,6 +103,9 @@ class ReplayScreen(Screen):
             parts += [Text("\n← observation", style="bold red" if s.is_error else "bold"),
                       Text(s.observation if len(s.observation) < 4000 else s.observation[:4000] + "…",
                            style="red" if s.is_error else "")]
+        if s.traceback:
+            parts += [Text("\ntraceback (the environment's; the model saw only the observation)", style="bold magenta"),
+                      Text(s.traceback.rstrip(), style="dim")]
         for problem in s.format_errors or []:
             parts.append(Text(f"format error: {problem}", style="yellow"))
         if s.is_final:

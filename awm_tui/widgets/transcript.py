@@ -19,6 +19,8 @@ from awm_engine.agent.rollout import (
 )
 from awm_engine.runtime.episode import is_environment_error
 
+from .verdict import traceback_title
+
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 
@@ -71,6 +73,9 @@ class Transcript(VerticalScroll):
             else:
                 widgets.append(Static(Text.assemble(("← ", "bold red" if event.is_error else "bold"),
                                                     (event.text, "red" if event.is_error else ""))))
+            if event.traceback:  # the environment's exception: for you, not the model
+                widgets.append(Collapsible(Static(Text(event.traceback.rstrip(), style="dim")),
+                                           title=f"traceback: {traceback_title(event)}", collapsed=True))
         elif isinstance(event, FormatError):
             widgets.append(Static(Text(f"format error ({event.kind}): {event.detail}", style="yellow")))
         elif isinstance(event, RolloutFinished):

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
+from awm_engine.agent.replay import traced_steps
 from awm_engine.db.diff import DbDiff, diff_databases
 
 MAX_ROWS = 30
@@ -90,12 +91,34 @@ def flags(report: dict[str, Any], env_errors: int) -> list[Text]:
     return out
 
 
-def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reason: str | None = None) -> Group:
-    """``report`` is a verification report (``verify.json``: label, reward, code, sql, judge)."""
+def traceback_title(step: Any) -> str:
+    """``turn 3 · get_vehicle → 500 · IntegrityError: UNIQUE constraint failed: …`` for a step or an observation
+    that carries a traceback."""
+    what = getattr(step, "status", None) or getattr(step, "error_kind", None) or "error"
+    lines = [line for line in (getattr(step, "traceback", None) or "").strip().splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else ""
+    return (f"turn {getattr(step, 'iteration', '?')} · {getattr(step, 'tool', None) or '?'} → {what}"
+            + (f" · {last}" if last else ""))
+
+
+def render_tracebacks(steps: list[Any]) -> list[Text]:
+    """The environment's exceptions behind the episode's errors (what the model saw was only the error text)."""
+    parts: list = []
+    for step in steps:
+        parts += [Text(traceback_title(step), style="bold magenta"),
+                  Text(step.traceback.rstrip(), style="dim")]
+    return parts
+
+
+def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reason: str | None = None,
+                   traced: list[Any] | None = None) -> Group:
+    """``report`` is a verification report (``verify.json``: label, reward, code, sql, judge); ``traced`` the
+    steps whose environment error came with a traceback (``agent.replay.traced_steps``)."""
     if not report:
         return Group(Text("Verdict", style="bold"), Text("not verified yet", style="dim"))
     parts: list = [Text("Verdict", style="bold")]
     parts += flags(report, env_errors)
+    parts += render_tracebacks(traced or [])
     label = report.get("label", "?")
     parts.append(Text.assemble("label ", (label, LABEL_STYLE.get(label, "bold")), f"   reward {report.get('reward')}",
                                "" if report.get("has_verdict", True) else "   (no verdict)",
@@ -146,14 +169,18 @@ class SideBySide(Horizontal):
             yield Static(render_verdict(None), id="verdict")
 
     def show(self, diff: DbDiff | None, report: dict[str, Any] | None = None, env_errors: int = 0,
-             stop_reason: str | None = None, title: str = "Database changes") -> None:
+             stop_reason: str | None = None, title: str = "Database changes", traced: list[Any] | None = None) -> None:
         self.diff = diff
+        if traced is not None:
+            self.traced = traced
         self.query_one("#diff", Static).update(render_diff(diff, title))
-        self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason))
+        self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason,
+                                                                 getattr(self, "traced", None)))
 
     def show_finished(self, run_dir: Path, env_errors: int, stop_reason: str | None) -> None:
         """A rollout just ended: its database diff at once, the verdict once verification is done."""
-        self.show(diff_databases(run_dir / "initial.db", run_dir / "final.db"), None, env_errors, stop_reason)
+        self.show(diff_databases(run_dir / "initial.db", run_dir / "final.db"), None, env_errors, stop_reason,
+                  traced=traced_steps(run_dir))
         self.query_one("#verdict", Static).update(Group(Text("Verdict", style="bold"), Text("verifying…",
                                                                                            style="dim")))
 
