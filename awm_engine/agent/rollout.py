@@ -374,8 +374,10 @@ class Rollout:
         result = await self.episode.call_tool(call.tool, call.tool_arguments, **kwargs)
         if self.reference_meta and result.error_kind == "timeout":
             result.text = f"Tool call timed out after {float(self.config.call_timeout or 0):.1f}s"
-        return Observation(self.iteration, call.id, call.tool, observation_text(result.text, result.is_error),
-                           result.is_error, result.error_kind, result.status, result.elapsed_ms)
+        observation = Observation(self.iteration, call.id, call.tool, observation_text(result.text, result.is_error),
+                                  result.is_error, result.error_kind, result.status, result.elapsed_ms)
+        observation.traceback = getattr(result, "traceback", None)  # for people (events.jsonl); never the model
+        return observation
 
     # -- trajectory.json -----------------------------------------------------------------------
     def _write_trajectory(self, finished: RolloutFinished | None) -> None:

@@ -21,7 +21,6 @@ from awm_engine.agent.policies import (
     TerminalHumanPolicy,
 )
 from awm_engine.agent.rollout import AgentConfig, Rollout, RolloutFinished
-from awm_engine.agent.tracebacks import TracedRollout
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.runtime.episode import EnvLoadError, EpisodeHandle, EpisodeLoadFailure
 from awm_engine.runtime.mcp_client import McpEpisode
@@ -210,7 +209,7 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
                 await _maybe_await(on_open(episode))
             info = {"data_dirs": data_dirs, "backend": backend, "template": getattr(episode, "template", None),
                     **(meta or {})}
-            rollout = TracedRollout(episode, scenario.key, task_idx, task, policy, config, info)
+            rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
             async for event in rollout.events():
                 if on_event is not None:
                     await _maybe_await(on_event(event))
