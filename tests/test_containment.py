@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import time
@@ -84,6 +83,36 @@ def test_verifier_payloads_fail(attack, tmp_path):
     assert outcome.error is None, outcome.error
     payload = outcome.result["raw_result"]["report"]
     assert_contained(payload, config)
+    deadline = time.time() + 5
+    while survivors(config["marker"]) and time.time() < deadline:
+        time.sleep(0.1)
+    assert survivors(config["marker"]) == []
+
+
+def test_environment_payloads_fail_at_import_and_in_handlers(attack, tmp_path):
+    from awm_engine.runtime.pool import EnvPool
+
+    data, config = attack
+    scenario = Catalog.load([data]).get("attack")
+
+    async def run():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            before = template_digests(config)
+            assert before, "the attack scenario's template is in the cache"
+            imported = json.loads((await episode.call_tool("import_report", {})).text)["report"]
+            handled = json.loads((await episode.call_tool("handler_report", {})).text)["report"]
+            second = await pool.open_episode(scenario)  # a later episode starts from an untouched template
+            assert not (await second.call_tool("list_notes", {})).is_error
+            await second.close()
+            await episode.close()
+            return imported, handled, before
+
+    imported, handled, before = asyncio.run(run())
+    for report in (imported, handled):
+        assert_contained(report, config)
+    assert template_digests(config) == before
+    assert (tmp_path / "run" / "final.db").is_file()  # the episode's databases reached its run directory
     deadline = time.time() + 5
     while survivors(config["marker"]) and time.time() < deadline:
         time.sleep(0.1)

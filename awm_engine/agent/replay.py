@@ -132,7 +132,7 @@ class RunReplay:
             for step in self.steps:
                 if step.changes_db:
                     await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
-                    current = snapshot(self.workdir / "final.db", self.workdir / f"state_{step.index:03d}.db")
+                    current = snapshot(episode.final_db, self.workdir / f"state_{step.index:03d}.db")
                 states.append(current)
         finally:
             await episode.close()

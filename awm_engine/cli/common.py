@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
+from awm_engine.eval.batch import RunLocked
 from awm_engine.eval.runs import NotAnEvalRun
 
 stdout = Console(soft_wrap=True)
@@ -28,7 +29,7 @@ class CliError(Exception):
 
 # engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run):
 # every verb reports them like a CliError, as ``error: …`` with exit code 2
-INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun)
+INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun, RunLocked)
 
 
 def add_data_arg(parser: argparse.ArgumentParser) -> None:

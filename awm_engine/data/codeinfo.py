@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from typing import Any
 
 from awm_engine.data.records import Tool, ToolParam
@@ -102,7 +103,7 @@ def _routes(tree: ast.Module):
 def static_tools(code: str) -> list[Tool]:
     """Routes of the module in source order with their parameters (path, query, flattened body)."""
     tools: list[Tool] = []
-    for node, method, path, kw, name, params in _routes(ast.parse(code)):
+    for node, method, path, kw, name, params in _routes(parse(code)):
         tools.append(Tool(name=name, method=method.upper(), path=path,
                           summary=str(_const(kw.get("summary")) or ""),
                           description=str(_const(kw.get("description")) or ""),
@@ -134,7 +135,7 @@ def static_schema_extras(code: str) -> dict[str, dict[str, Any]]:
     Each value is a partial input schema ``{"type": "object", "properties": {param: {...}}}`` (path parameters
     first, then query, as in the tool's input schema); tools without such keywords are left out."""
     out: dict[str, dict[str, Any]] = {}
-    for _node, _method, _path, _kw, name, params in _routes(ast.parse(code)):
+    for _node, _method, _path, _kw, name, params in _routes(parse(code)):
         properties: dict[str, Any] = {}
         for where in ("path", "query"):
             for param, default in params:
@@ -156,9 +157,19 @@ def static_schema_extras(code: str) -> dict[str, dict[str, Any]]:
 
 def handler_source(code: str, tool: Tool) -> str:
     """The source of a tool's handler, decorators included."""
-    tree = ast.parse(code)
+    tree = parse(code)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == tool.lineno:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             return "\n".join(code.splitlines()[start - 1:node.end_lineno])
     return ""
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """``ast.parse``, one thread at a time: concurrent parses in one process fail now and then on CPython 3.11
+    (``SystemError: AST constructor recursion depth mismatch``)."""
+    with _PARSE_LOCK:
+        return ast.parse(source)

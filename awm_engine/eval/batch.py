@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import time
+import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -20,8 +22,16 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig
 from awm_engine.data.catalog import Catalog
-from awm_engine.data.run_formats import METADATA, EvalConfig  # EvalConfig is defined with the run formats
-from awm_engine.eval.episode import make_policy, missing_solutions, run_episode, verification_warnings
+from awm_engine.data.run_formats import (  # EvalConfig is defined with the run formats
+    METADATA,
+    EvalConfig,
+)
+from awm_engine.eval.episode import (
+    make_policy,
+    missing_solutions,
+    run_episode,
+    verification_warnings,
+)
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
 from awm_engine.runtime.pool import EnvPool
@@ -145,6 +155,37 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     checked = preflight(config, judge)
     catalog, items, warnings = checked.catalog, checked.items, checked.warnings
     out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(out)  # one writer per run directory, for the whole run
+    try:
+        return await _run_locked(config, out, endpoint, judge, resume, on_progress, catalog, items, warnings)
+    finally:
+        lock.close()
+
+
+class RunLocked(Exception):
+    """Another process is writing this run directory."""
+
+
+def lock_run_dir(out: Path):
+    """An exclusive lock on ``out/.lock`` (released when the process ends, however it ends)."""
+    import fcntl
+
+    handle = open(out / ".lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise RunLocked(f"{out} is being written by another awm process (an evaluation is running there); "
+                        "wait for it, or use another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+async def _run_locked(config: EvalConfig, out: Path, endpoint, judge, resume, on_progress, catalog, items,
+                      warnings) -> dict[str, Any]:
     results = out / "results.jsonl"
     if resume:
         compact(results, lambda s: s.get("status") == "ok")
@@ -198,10 +239,11 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
             except PolicyError as exc:
                 record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
                                       str(exc), "agent_error", {"total_s": time.perf_counter() - started})
-            except Exception as exc:  # noqa: BLE001 - one broken rollout must not end the evaluation
+            except Exception as exc:  # noqa: BLE001 - awm's own failure: recorded with its traceback, the run goes on
                 record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
-                                      f"{type(exc).__name__}: {exc}", "environment_error",
+                                      f"{type(exc).__name__}: {exc}", "internal_error",
                                       {"total_s": time.perf_counter() - started})
+                record["traceback"] = traceback.format_exc()
             await writer.awrite(record)
             progress.done += 1
             if record["status"] == "error":

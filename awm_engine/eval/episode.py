@@ -197,7 +197,7 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
     if own_pool:
         pool = EnvPool(workers=1)
         await pool.start()
-    rollout = None
+    rollout = finished_event = None
     try:
         try:
             episode = await open_episode(scenario, task_idx, run_dir, backend, pool, data_dirs, config.call_timeout,
@@ -211,13 +211,17 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
                     **(meta or {})}
             rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
             async for event in rollout.events():
-                if on_event is not None:
+                if isinstance(event, RolloutFinished):
+                    finished_event = event  # handed on once the databases are in run_dir (after close)
+                elif on_event is not None:
                     await _maybe_await(on_event(event))
         finally:
             await episode.close()
     finally:
         if own_pool:
             await pool.close()
+    if finished_event is not None and on_event is not None:
+        await _maybe_await(on_event(finished_event))
     report = None
     if verify_mode:
         report = await verify_episode(run_dir, verify_mode, catalog, judge, rewards,

@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from math import comb
 from typing import Any, Iterable
 
-ERROR_CLASSES = ("agent_error", "environment_error", "judge_error", "format_error", "timeout", "llm_error")
+ERROR_CLASSES = ("agent_error", "environment_error", "judge_error", "format_error", "timeout", "llm_error",
+                 "internal_error")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -56,7 +56,7 @@ def markdown(meta: dict[str, Any]) -> str:
     for name, agg in aggregates(meta, "**overall**"):
         row = [name, str(agg["rollouts"]), fmt(agg["mean_reward"]), fmt(agg["completion_rate"])]
         row += [fmt(agg["pass_at_k"].get(k)) for k in ks] + [fmt(agg["pass_hat_k"].get(k)) for k in ks]
-        row += [str(agg["errors"][c]) for c in ERROR_CLASSES]
+        row += [str((agg.get("errors") or {}).get(c, 0)) for c in ERROR_CLASSES]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 

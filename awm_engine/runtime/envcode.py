@@ -99,7 +99,51 @@ def analyze_fit(tree: ast.Module) -> CodeFit:
         elif isinstance(node, ast.Attribute) and node.attr in ("engine", "bind") and \
                 isinstance(node.value, ast.Name) and node.value.id == session:
             reasons.append(f"line {node.lineno}: reads {session}.{node.attr}")
+    reasons += _shared_mutable_state(tree)
     return CodeFit(not reasons, engine, session, reasons)
+
+
+_MUTABLE_CALLS = {"list", "dict", "set", "defaultdict", "OrderedDict", "deque", "Counter", "bytearray"}
+_MUTATORS = {"append", "extend", "insert", "update", "add", "pop", "popitem", "remove", "discard", "clear",
+             "setdefault", "sort", "reverse", "appendleft", "extendleft", "rotate", "__setitem__", "__delitem__"}
+
+
+def _shared_mutable_state(tree: ast.Module) -> list[str]:
+    """Module-level containers that handlers change: on the shared path every episode would see them, so
+    such code runs isolated (its module executed again for each episode)."""
+    mutable: dict[str, int] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else []
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or \
+                _call_name(value) in _MUTABLE_CALLS:
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    mutable[target.id] = node.lineno
+    found: dict[str, str] = {}
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            name = None
+            if isinstance(node, ast.Global):
+                for n in node.names:
+                    found.setdefault(n, f"line {node.lineno}: 'global {n}' in a function: module state shared "
+                                        "between episodes")
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name):
+                name = node.func.value.id
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                    and isinstance(node.value, ast.Name):
+                name = node.value.id
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                name = node.target.id
+            if name in mutable and name not in found:
+                found[name] = (f"line {node.lineno}: changes the module-level '{name}' (line {mutable[name]}): "
+                               "state shared between episodes")
+    return [why for name, why in found.items() if name in mutable or why.startswith("line") and "global" in why]
 
 
 class EnvCodeError(Exception):

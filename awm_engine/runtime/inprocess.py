@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import ctypes
+import hashlib
 import shutil
 import threading
 import time
@@ -28,13 +29,41 @@ from jsonschema.exceptions import best_match
 from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
+from awm_engine.data import codeinfo
 from awm_engine.runtime import envcode
-from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, ToolResult, check_schema_check, snapshot_database
-from awm_engine.runtime.asgi_call import asgi_request, encode_request, format_traceback, response_text
-from awm_engine.runtime.openapi_tools import ToolSpec, http_call_for, input_schema_error, tools_from_openapi
+from awm_engine.runtime.asgi_call import (
+    asgi_request,
+    encode_request,
+    format_traceback,
+    response_text,
+)
+from awm_engine.runtime.episode import (
+    DEFAULT_CALL_TIMEOUT,
+    ToolResult,
+    check_schema_check,
+    snapshot_database,
+)
+from awm_engine.runtime.openapi_tools import (
+    ToolSpec,
+    http_call_for,
+    input_schema_error,
+    tools_from_openapi,
+)
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
 STUCK_GRACE = 1.0  # how long an interrupted handler may take to unwind before its thread counts as stuck
+
+
+class TemplateTampered(Exception):
+    """A template or module database changed after load: episodes would start from a poisoned state."""
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class ToolCallTimeout(BaseException):
@@ -73,9 +102,7 @@ class LoadedEnv:
         self.owned_files = [self.template_db, self.module_db]
         tree = None
         try:
-            import ast
-
-            tree = ast.parse(envcode.rewrite_code(code, "x.db"))
+            tree = codeinfo.parse(envcode.rewrite_code(code, "x.db"))
         except SyntaxError:
             pass
         self.fit = envcode.analyze_fit(tree) if tree is not None else envcode.CodeFit(False, reasons=["syntax"])
@@ -83,6 +110,8 @@ class LoadedEnv:
         shutil.copyfile(self.template_db, self.module_db)
         self.module, self.source = envcode.exec_module(code, key, str(self.module_db))
         self.app = self.module.app
+        # what every episode copies must stay as it is now: checked against these digests before each copy
+        self.digests = {self.template_db: file_digest(self.template_db), self.module_db: file_digest(self.module_db)}
         self.tools: list[ToolSpec] = tools_from_openapi(self.app.openapi())
         self.tools_by_name = {t.name: t for t in self.tools}
         self._validators: dict[str, Any] = {}
@@ -93,6 +122,14 @@ class LoadedEnv:
             self.session_kwargs = envcode.session_factory_kwargs(factory)
             self.module.__dict__[self.fit.engine_name].dispose()
             self.module.__dict__[self.fit.session_name] = RoutedSessionFactory(key)
+
+    def pristine(self, path: Path) -> Path:
+        """``path`` (the template or the module's database), after checking it was not changed since load."""
+        expected = self.digests.get(path)
+        if expected is not None and file_digest(path) != expected:
+            raise TemplateTampered(f"{self.key}: {path.name} changed since the environment was loaded (something "
+                                   "wrote to it); refusing to start an episode from it")
+        return path
 
     def validator(self, tool: ToolSpec):
         v = self._validators.get(tool.name)
@@ -170,10 +207,10 @@ class Episode:
     def _open(self, copy: bool = True) -> None:
         """Fresh copies of the databases (or, with ``copy=False``, re-attach to the ones on disk)."""
         if copy:
-            shutil.copyfile(self.env.template_db, self.initial_db)
+            shutil.copyfile(self.env.pristine(self.env.template_db), self.initial_db)
         if self.env.shared:
             if copy:
-                shutil.copyfile(self.env.module_db, self.final_db)
+                shutil.copyfile(self.env.pristine(self.env.module_db), self.final_db)
             self.engine = create_engine(f"sqlite:///{self.final_db}", connect_args={"check_same_thread": False})
             self.session_factory = sessionmaker(bind=self.engine, **self.env.session_kwargs)
         else:
@@ -257,6 +294,8 @@ class Episode:
         with self._lock:
             if _slot is not None:
                 _slot["thread"] = threading.get_ident()
+                if _slot.get("on_start") is not None:  # the caller's clock starts now, not while queued
+                    _slot["on_start"]()
             token = current_episode.set(self)
             try:
                 response = _thread_loop().run_until_complete(asgi_request(self.loaded.app, request))
@@ -282,10 +321,23 @@ class Episode:
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
                         timeout: float | None = DEFAULT_CALL_TIMEOUT) -> ToolResult:
-        """Run one call on a worker thread; past ``timeout`` seconds the handler is interrupted."""
-        slot: dict[str, Any] = {"thread": None}
+        """Run one call on a worker thread. ``timeout`` counts the handler's own time only (not time queued
+        behind other calls); past it the handler is interrupted. A call that completed is never reported as
+        a failure, and one stopped after it changed the database says so."""
         loop = asyncio.get_running_loop()
+        running = asyncio.Event()
+        slot: dict[str, Any] = {"thread": None, "on_start": lambda: loop.call_soon_threadsafe(running.set)}
         future = loop.run_in_executor(_executor_for_calls(), self.call_tool_sync, name, arguments, slot)
+        if timeout is None:
+            return await future
+        started = asyncio.ensure_future(running.wait())
+        try:
+            await asyncio.wait({future, started}, return_when=asyncio.FIRST_COMPLETED)  # queued: no clock yet
+        finally:
+            started.cancel()
+        if future.done():
+            return future.result()
+        before = _db_stamp(self.final_db)
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except (asyncio.TimeoutError, TimeoutError):
@@ -296,8 +348,25 @@ class Episode:
                 stopped = await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
             except (asyncio.TimeoutError, TimeoutError):
                 self.stuck = True
-            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True, error_kind="timeout",
-                              elapsed_ms=(timeout or 0) * 1000, traceback=getattr(stopped, "traceback", None))
+            if stopped is not None and stopped.error_kind != "timeout":
+                return stopped  # it finished after all: the call went through
+            changed = _db_stamp(self.final_db) != before
+            note = "; it had already changed the database" if changed else ""
+            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s{note}", True,
+                              error_kind="timeout", elapsed_ms=timeout * 1000,
+                              traceback=getattr(stopped, "traceback", None))
+
+
+def _db_stamp(path: Path) -> tuple:
+    """Changes when SQLite commits to the database (the file or its WAL)."""
+    stamp = []
+    for p in (path, Path(str(path) + "-wal")):
+        try:
+            st = p.stat()
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
 
 
 class _PrivateEnv(LoadedEnv):
@@ -314,7 +383,7 @@ class _PrivateEnv(LoadedEnv):
         self.module_db = db_path
         self.owned_files = []  # the episode's own final.db stays
         if copy:
-            shutil.copyfile(self.template_db, db_path)
+            shutil.copyfile(shared.pristine(self.template_db), db_path)
         self.module, self.source = envcode.exec_module(self.code, self.key, str(db_path))
         self.app = self.module.app
         self.tools = shared.tools

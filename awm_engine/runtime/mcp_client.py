@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -17,9 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from awm_engine.data.paths import cache_dir
 from awm_engine.db.templates import MAX_AGE_ENV
 from awm_engine.runtime.episode import EnvLoadError, ToolResult, snapshot_database
 from awm_engine.runtime.ports import free_port
+from awm_engine.sandbox import host
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb
 
 
 class ServedEnvironment:
@@ -35,7 +39,9 @@ class ServedEnvironment:
         self.call_timeout = call_timeout
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.token = secrets.token_urlsafe(24)  # only this process's client may drive the episode
         self.proc: subprocess.Popen | None = None
+        self.sandbox: Sandbox | None = None
 
     async def start(self, timeout: float = 60.0) -> "ServedEnvironment":
         args = [sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", self.scenario,
@@ -50,12 +56,17 @@ class ServedEnvironment:
             args += ["--protocol", self.schema_check]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.run_dir / "serve.log", "ab")
-        from awm_engine.sandbox.environment import scrubbed_env
-
-        # the server needs no secrets: it only hosts the episode (its code runs in scrubbed workers anyway)
-        keep = {MAX_AGE_ENV: os.environ[MAX_AGE_ENV]} if MAX_AGE_ENV in os.environ else None
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                     env=scrubbed_env(keep))
+        # the server runs in the sandbox too (network allowed: it must listen), with no secrets; it may write its
+        # session directory and the template cache; the environment's code runs in its own nested sandboxes
+        extra = {"AWM_SERVE_TOKEN": self.token, "AWM_CACHE_DIR": str(cache_dir())}
+        if MAX_AGE_ENV in os.environ:
+            extra[MAX_AGE_ENV] = os.environ[MAX_AGE_ENV]
+        writable = [str(self.run_dir), str(cache_dir())]
+        if host.pids_cgroup_root() is not None:
+            writable.append(str(host.pids_cgroup_root()))
+        self.sandbox = Sandbox(SandboxPolicy(writable=writable, network=True, memory_mb=default_memory_mb("serve"),
+                                             max_procs=1024, env=extra), "serve")
+        self.proc = self.sandbox.popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -78,6 +89,8 @@ class ServedEnvironment:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self.sandbox is not None:
+            self.sandbox.cleanup()
 
 
 class McpEpisode:
@@ -119,15 +132,21 @@ class McpEpisode:
     async def connect(self) -> "McpEpisode":
         from fastmcp import Client
 
-        self._client = Client(self.url, timeout=120)
+        token = self.server.token if self.server is not None else None
+        self._client = Client(self.url, timeout=120, auth=token)
         await self._client.__aenter__()
         self.tools = [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
                       for t in await self._client.list_tools()]
         try:
-            template = load_session(self.run_dir).get("template")
-            self.template = template if isinstance(template, dict) else None
-        except (OSError, ValueError, AttributeError):
-            self.template = None
+            session = load_session(self.run_dir)
+        except (OSError, ValueError):
+            session = {}
+        session = session if isinstance(session, dict) else {}
+        self.template = session.get("template") if isinstance(session.get("template"), dict) else None
+        if self.server is not None:  # while it runs, the databases live in the server's worker directory
+            for name in ("initial_db", "final_db"):
+                if isinstance(session.get(name), str):
+                    setattr(self, name, Path(session[name]))
         return self
 
     def list_tools(self) -> list[dict[str, Any]]:
@@ -175,7 +194,8 @@ class McpEpisode:
     async def close(self) -> None:
         await self._disconnect()
         if self.server is not None:
-            await asyncio.to_thread(self.server.stop)
+            await asyncio.to_thread(self.server.stop)  # the server moves the databases into run_dir as it stops
+            self.initial_db, self.final_db = self.run_dir / "initial.db", self.run_dir / "final.db"
 
 
 def _error_kind_of(text: str) -> str:

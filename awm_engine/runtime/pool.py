@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,19 +34,24 @@ from awm_engine.runtime.episode import (
     snapshot_database,
 )
 from awm_engine.runtime.protocol import WorkerError
-from awm_engine.sandbox.environment import scrubbed_env
+from awm_engine.sandbox import host
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb, kill_tree
 
 KILL_GRACE = 5.0
+LOAD_TIMEOUT = 60.0  # a scenario whose code does not finish importing by then is broken (and its worker replaced)
+OP_DEADLINES = {"load": LOAD_TIMEOUT, "open": 60.0, "reset": 60.0, "close": 15.0, "list_tools": 30.0, "ping": 10.0}
 
 
 class WorkerProcess:
     """One subprocess speaking JSON lines over a socket pair."""
 
-    def __init__(self, index: int, log_path: Path, cwd: Path | None = None):
+    def __init__(self, index: int, log_path: Path, home: Path):
         self.index = index
-        self.cwd = cwd or log_path.parent
+        self.home = home  # the only directory this worker may write: its episodes, template copies, module DBs
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
+        self.sandbox: Sandbox | None = None
+        self.opening = 0  # episodes being opened here (counted by placement before they exist)
         self.pending: dict[int, asyncio.Future] = {}
         self.ids = itertools.count(1)
         self.loaded: dict[str, dict[str, Any]] = {}
@@ -61,19 +65,29 @@ class WorkerProcess:
 
     async def start(self) -> None:
         parent, child = socket.socketpair()
+        self.home.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        root = str(Path(__file__).resolve().parents[2])
-        env = scrubbed_env({"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)})
-        self.proc = subprocess.Popen([sys.executable, "-m", "awm_engine.runtime.worker", "--fd", str(child.fileno())],
-                                     pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=log, start_new_session=True, cwd=str(self.cwd))
-        child.close()
-        log.close()
+        self.sandbox = Sandbox(SandboxPolicy(writable=[str(self.home)], memory_mb=default_memory_mb("worker"),
+                                             max_procs=256), f"worker{self.index}")
+        try:
+            self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.runtime.worker", "--fd",
+                                            str(child.fileno())], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+                                           stdout=log, stderr=log, cwd=str(self.home))
+        finally:
+            child.close()
+            log.close()
         reader, self._writer = await asyncio.open_connection(sock=parent, limit=protocol.LINE_LIMIT)
         self.alive = True
         self.generation += 1
         self.loaded.clear()
         self._reader_task = asyncio.create_task(self._read(reader))
+        self._watch_task = asyncio.create_task(self._watch(self.proc, self.generation))
+
+    async def _watch(self, proc: subprocess.Popen, generation: int) -> None:
+        """Worker death is seen from the process itself (a child it forked may keep the socket open)."""
+        code = await asyncio.to_thread(proc.wait)
+        if self.generation == generation and self.alive:
+            self._fail_pending(f"environment worker {self.index} exited with {code} (log: {self.log_path})")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -86,14 +100,18 @@ class WorkerProcess:
                 if future is not None and not future.done():
                     future.set_result(msg)
         finally:
-            self.alive = False
-            for future in self.pending.values():
-                if not future.done():
-                    future.set_exception(WorkerError(f"environment worker {self.index} exited "
-                                                     f"(log: {self.log_path})", "worker_died"))
-            self.pending.clear()
+            self._fail_pending(f"environment worker {self.index} exited (log: {self.log_path})")
+
+    def _fail_pending(self, message: str) -> None:
+        self.alive = False
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(WorkerError(message, "worker_died"))
+        self.pending.clear()
 
     async def request(self, op: str, wait: float | None = None, **fields: Any) -> dict[str, Any]:
+        """One request with a deadline (``wait``, else the op's default): a worker never hangs its caller."""
+        wait = OP_DEADLINES.get(op, 60.0) if wait is None else wait
         if not self.alive or self._writer is None:
             raise WorkerError(f"environment worker {self.index} is not running", "worker_died")
         rid = next(self.ids)
@@ -110,14 +128,12 @@ class WorkerProcess:
 
     def kill(self) -> None:
         self.alive = False
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            kill_tree(self.proc)
         if self._writer is not None:
             self._writer.close()
+        if self.sandbox is not None:
+            self.sandbox.cleanup()
 
     async def stop(self) -> None:
         if self.alive and self._writer is not None:
@@ -142,9 +158,8 @@ class TemplateState:
 class EpisodeInfo:
     id: str
     scenario: str
-    run_dir: Path
-    initial_db: Path
-    final_db: Path
+    run_dir: Path  # where the databases end up (moved there when the episode closes)
+    live_dir: Path  # where they are while the episode runs: inside its worker's own directory
 
 
 class PoolEpisode:
@@ -174,11 +189,11 @@ class PoolEpisode:
 
     @property
     def initial_db(self) -> Path:
-        return self.info.initial_db
+        return (self.info.run_dir if self.closed else self.info.live_dir) / "initial.db"
 
     @property
     def final_db(self) -> Path:
-        return self.info.final_db
+        return (self.info.run_dir if self.closed else self.info.live_dir) / "final.db"
 
     def list_tools(self) -> list[dict[str, Any]]:
         return self.tools
@@ -207,23 +222,47 @@ class PoolEpisode:
         return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})
 
     async def reset(self) -> None:
-        await self.pool._ensure_attached(self)
-        await self.worker.request("reset", episode=self.id)
+        for attempt in (1, 2):
+            await self.pool._ensure_attached(self)
+            generation = self.worker.generation
+            try:
+                await self.worker.request("reset", episode=self.id)
+                return
+            except (asyncio.TimeoutError, TimeoutError):
+                await self.pool._restart(self.worker, generation)
+                raise WorkerError(f"environment worker {self.worker.index} did not reset the episode in time "
+                                  "(the worker was restarted)", "timeout") from None
+            except WorkerError as exc:
+                if exc.kind != "worker_died" or attempt == 2:
+                    raise
+                await self.pool._restart(self.worker, generation)  # then re-attach and reset on the new one
 
     def snapshot(self, dest: Path | str) -> Path:
         return snapshot_database(self.final_db, dest)
 
     async def close(self) -> None:
+        """Stop serving, then move ``initial.db`` and ``final.db`` from the worker's directory to ``run_dir``."""
         if self.closed:
             return
-        self.closed = True
         self.worker.episodes.discard(self.id)
         self.pool.episodes.pop(self.id, None)
         if self.worker.alive:
             try:
-                await self.worker.request("close", wait=10, episode=self.id)
+                await self.worker.request("close", episode=self.id)
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
                 pass
+        self.closed = True
+        await asyncio.to_thread(_move_databases, self.info.live_dir, self.info.run_dir)
+
+
+def _move_databases(live: Path, run_dir: Path) -> None:
+    if live == run_dir or not live.exists():
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("initial.db", "final.db", "final.db-journal", "final.db-wal", "final.db-shm"):
+        if (live / name).exists():
+            shutil.move(str(live / name), str(run_dir / name))
+    shutil.rmtree(live, ignore_errors=True)
 
 
 class EnvPool:
@@ -234,7 +273,8 @@ class EnvPool:
 
     def __init__(self, workers: int | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
-                 log_path: Path | str | None = None, schema_check: str = "reference"):
+                 log_path: Path | str | None = None, schema_check: str = "reference",
+                 load_timeout: float = LOAD_TIMEOUT):
         self.n_workers = workers or max(1, min(os.cpu_count() or 1, 8))
         self.call_timeout = call_timeout
         self.schema_check = check_schema_check(schema_check)
@@ -242,6 +282,8 @@ class EnvPool:
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_pool_"))
         self.templates = templates or TemplateCache()
         self.log_path = Path(log_path) if log_path else None
+        self.load_timeout = load_timeout
+        self.broken: dict[str, str] = {}  # scenario -> why it cannot be loaded (remembered: later opens fail fast)
         self.workers: list[WorkerProcess] = []
         self.episodes: dict[str, PoolEpisode] = {}
         self._restart_lock = asyncio.Lock()
@@ -258,9 +300,10 @@ class EnvPool:
 
     async def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        host.warn_once()
         for i in range(self.n_workers):
             log = self.log_path if (self.log_path and self.n_workers == 1) else self.workdir / f"worker-{i}.log"
-            worker = WorkerProcess(i, log, self.workdir)
+            worker = WorkerProcess(i, log, self.workdir / f"w{i}")
             await worker.start()
             self.workers.append(worker)
 
@@ -304,6 +347,8 @@ class EnvPool:
             self._refreshing.pop(key, None)
 
     async def _load(self, worker: WorkerProcess, scenario: Scenario) -> dict[str, Any]:
+        if scenario.key in self.broken:  # failed to load before (e.g. its import never finished): fail fast
+            raise EnvLoadError(self.broken[scenario.key], scenario.key)
         template = await self._template(scenario)
         built_at = template.report.built_at
         lock = worker.load_locks.setdefault(scenario.key, asyncio.Lock())
@@ -316,11 +361,22 @@ class EnvPool:
                 report = template.report
                 if report.fatal and "schema only" not in report.fatal and report.tables_ok == 0:
                     raise EnvLoadError(f"{scenario.key}: database build failed: {report.fatal}", scenario.key)
+                generation = worker.generation
                 try:
                     worker.loaded[scenario.key] = await worker.request(
-                        "load", wait=120, scenario=scenario.key, code=code, template=str(template.path),
-                        template_built_at=built_at, workdir=str(self.workdir / f"w{worker.index}"))
+                        "load", wait=self.load_timeout, scenario=scenario.key, code=code,
+                        template=str(template.path), template_built_at=built_at, workdir=str(worker.home))
+                except (asyncio.TimeoutError, TimeoutError):
+                    message = (f"{scenario.key}: the environment did not finish loading within "
+                               f"{self.load_timeout:.0f}s (its code loops or sleeps at import); the worker was "
+                               "replaced")
+                    self.broken[scenario.key] = message
+                    await self._restart(worker, generation)
+                    raise EnvLoadError(message, scenario.key) from None
                 except WorkerError as exc:
+                    if exc.kind == "worker_died":
+                        self.broken[scenario.key] = f"{scenario.key}: the worker died while loading it: {exc}"
+                        await self._restart(worker, generation)
                     raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
         return worker.loaded[scenario.key]
 
@@ -329,8 +385,9 @@ class EnvPool:
         return await self._load(self._pick(scenario), scenario)
 
     def _pick(self, scenario: Scenario) -> WorkerProcess:
+        """The least-loaded worker, counting episodes still being opened (so a burst spreads evenly)."""
         alive = [w for w in self.workers if w.alive] or self.workers
-        return min(alive, key=lambda w: (len(w.episodes), scenario.key not in w.loaded, w.index))
+        return min(alive, key=lambda w: (len(w.episodes) + w.opening, scenario.key not in w.loaded, w.index))
 
     async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
                            episode_id: str | None = None, task_idx: int | None = None,
@@ -342,12 +399,29 @@ class EnvPool:
             scenario.task(task_idx)  # IndexError for a task that does not exist
         schema_check = self.schema_check if schema_check is None else check_schema_check(schema_check)
         worker = self._pick(scenario)
-        loaded = await self._load(worker, scenario)
-        episode_id = episode_id or uuid.uuid4().hex[:12]
-        run_dir = Path(run_dir) if run_dir else self.workdir / "episodes" / episode_id
-        data = await worker.request("open", wait=60, scenario=scenario.key, run_dir=str(run_dir),
-                                    episode=episode_id, attach=attach, schema_check=schema_check)
-        info = EpisodeInfo(episode_id, scenario.key, run_dir, Path(data["initial_db"]), Path(data["final_db"]))
+        worker.opening += 1
+        try:
+            loaded = await self._load(worker, scenario)
+            episode_id = episode_id or uuid.uuid4().hex[:12]
+            live = worker.home / "episodes" / episode_id
+            run_dir = Path(run_dir) if run_dir else live
+            if attach:  # continue from the databases already in run_dir
+                await asyncio.to_thread(_copy_databases, run_dir, live)
+            try:
+                data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
+                                            attach=attach, schema_check=schema_check)
+            except WorkerError as exc:
+                if exc.kind != "TemplateTampered":
+                    raise EnvLoadError(f"{scenario.key}: the episode could not be opened: {exc}",
+                                       scenario.key) from None
+                # earlier code wrote to what episodes start from: a fresh worker loads it again from the cache
+                await self._restart(worker, worker.generation)
+                loaded = await self._load(worker, scenario)
+                data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
+                                            attach=attach, schema_check=schema_check)
+        finally:
+            worker.opening -= 1
+        info = EpisodeInfo(episode_id, scenario.key, run_dir, live)
         episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"], schema_check)
         episode.methods = loaded.get("methods", {})
         episode.task_idx = task_idx
@@ -374,6 +448,13 @@ class EnvPool:
         if attached is None or episode.id in attached:
             return
         await self._load(worker, episode.scenario)
-        await worker.request("open", wait=60, scenario=episode.scenario.key, run_dir=str(episode.run_dir),
+        await worker.request("open", scenario=episode.scenario.key, run_dir=str(episode.info.live_dir),
                              episode=episode.id, attach=True, schema_check=episode.schema_check)
         attached.add(episode.id)
+
+
+def _copy_databases(src: Path, live: Path) -> None:
+    live.mkdir(parents=True, exist_ok=True)
+    for name in ("initial.db", "final.db"):
+        if (src / name).exists():
+            snapshot_database(src / name, live / name)

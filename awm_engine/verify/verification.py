@@ -106,6 +106,18 @@ def verifier_host() -> VerifierHost | None:
 
 
 _workspace: Path | None = None
+_executor = None
+
+
+async def _in_verifier_thread(fn, *args):
+    """Verifications wait on their own threads: a slow verifier never holds up the default executor (which
+    writes results and trajectories)."""
+    global _executor
+    if _executor is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="awm-verify")
+    return await asyncio.get_running_loop().run_in_executor(_executor, fn, *args)
 
 
 def workspace() -> Path:
@@ -297,10 +309,10 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
     if mode == "code" or not use_judge:
         if mode == "sql":
             if judge is None and sql_verifier is not None:
-                report.sql = await asyncio.to_thread(run_verifier, sql_verifier, initial, final, answer, timeout,
+                report.sql = await _in_verifier_thread(run_verifier, sql_verifier, initial, final, answer, timeout,
                                                      memory_mb, "sql")
             report.note = NO_JUDGE if judge is None else NO_SQL_VERIFIER
-        report.code = await asyncio.to_thread(run_verifier, scenario.verifier(task_id, "code"), initial, final,
+        report.code = await _in_verifier_thread(run_verifier, scenario.verifier(task_id, "code"), initial, final,
                                               answer, timeout, memory_mb, "code")
         report.label = report.code.label
         if report.code.error_kind == "no_code":
@@ -309,7 +321,7 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
                            + ("; it has an sql-mode verifier: configure a judge and verify in sql mode"
                               if has_sql and judge is None else ""))
     else:
-        report.sql = await asyncio.to_thread(run_verifier, sql_verifier, initial, final, answer, timeout, memory_mb,
+        report.sql = await _in_verifier_thread(run_verifier, sql_verifier, initial, final, answer, timeout, memory_mb,
                                              "sql")
         if report.sql.label == "judge_error":
             report.label = "judge_error"
