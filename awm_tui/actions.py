@@ -7,9 +7,11 @@ command palette. Users remap keys by action id in the ``[keys]`` table of the aw
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from textual.binding import Binding
+from textual.keys import format_key
 
 from awm_engine.agent.endpoints import ConfigError, load_config
 
@@ -50,6 +52,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
     ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
     ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play", priority=True),
+    ActionSpec("play.select_all", "select_all_text", "ctrl+a", "Select all (text field)", "play", show=False,
+               priority=True),
     ActionSpec("play.back", "back", "escape", "Back", "play"),
     ActionSpec("rollout.start", "start", "ctrl+r", "Start", "rollout", show=False),
     ActionSpec("rollout.next", "next_step", "n", "Next step", "rollout"),
@@ -72,6 +76,21 @@ SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Envir
 def bindings(scope: str) -> list[Binding]:
     return [Binding(a.keys, a.action, a.description, show=a.show, key_display=a.key_display, priority=a.priority,
                     id=a.id) for a in ACTIONS if a.scope == scope]
+
+
+KEY_NAMES = {"escape": "esc", "enter": "enter", "backspace": "backspace", "pagedown": "pgdn", "pageup": "pgup",
+             "delete": "del", "right": "→", "left": "←", "up": "↑", "down": "↓"}
+
+
+def key_label(keys: str) -> str:
+    """Keys as people write them: ``f1,question_mark`` → ``F1, ?``; ``slash`` → ``/``; ``n,pagedown`` →
+    ``n, pgdn``."""
+    out = []
+    for key in keys.split(","):
+        *modifiers, base = key.strip().split("+")
+        name = KEY_NAMES.get(base) or (base.upper() if re.fullmatch(r"f\d+", base) else format_key(base))
+        out.append("+".join(modifiers + [name]))
+    return ", ".join(out)
 
 
 def by_id(action_id: str) -> ActionSpec:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -395,7 +397,8 @@ class Rollout:
                     "error": finished.error if finished else None, "usage": self._usage,
                     "counts": self._counts, **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
         }
-        tmp = self.run_dir / "trajectory.json.tmp"
+        # a write cancelled mid-way goes on in its thread while the cancelling side writes again: one file each
+        tmp = self.run_dir / f"trajectory.json.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(data, indent=4, ensure_ascii=False, default=str))
         tmp.replace(self.run_dir / "trajectory.json")
 

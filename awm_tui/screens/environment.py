@@ -31,10 +31,12 @@ PAGE = 50
 SQL_LIMIT = 500
 SQL_SECONDS = 10.0
 THEME = "ansi_dark"
+TAB_FOCUS = {"overview": "#overview-scroll", "schema": "#schema-tree", "data": "#data-tables", "tools": "#tool-list",
+             "tasks": "#task-list"}  # the widget each tab's number key focuses
 
 
 def code_block(code: str, lexer: str) -> Syntax:
-    return Syntax(code, lexer, theme=THEME, line_numbers=False, word_wrap=False)
+    return Syntax(code, lexer, theme=THEME, line_numbers=False, word_wrap=True)  # never cut at the pane edge
 
 
 def _shown_path(path) -> str:
@@ -67,7 +69,7 @@ class EnvironmentScreen(Screen):
         yield Header()
         with TabbedContent(id="tabs", initial="overview"):
             with TabPane("1 Overview", id="overview"):
-                yield VerticalScroll(Static(id="overview-body"))
+                yield VerticalScroll(Static(id="overview-body"), id="overview-scroll")
             with TabPane("2 Schema", id="schema"):
                 with Horizontal():
                     yield Tree("schema", id="schema-tree")
@@ -365,6 +367,9 @@ class EnvironmentScreen(Screen):
 
     # -- navigation -----------------------------------------------------------------------------
     def action_show_tab(self, tab: str) -> None:
+        """From any pane: focus moves to the tab's main widget first (focus left behind in the hidden tab would
+        move to its next widget, and TabbedContent would switch straight back to that tab)."""
+        self.set_focus(self.query_one(TAB_FOCUS[tab]), scroll_visible=False)
         self.query_one(TabbedContent).active = tab
 
     def selected_task(self) -> int:
@@ -384,4 +389,7 @@ class EnvironmentScreen(Screen):
             self.app.push_screen(RolloutScreen(self.scenario, self.selected_task()))
 
     def action_back(self) -> None:
+        if isinstance(self.focused, Input):  # escape in the SQL box leaves the box, not the screen
+            self.set_focus(self.query_one("#data-grid", DataTable))
+            return
         self.app.pop_screen()

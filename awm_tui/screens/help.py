@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..actions import ACTIONS, SCOPE_TITLES
+from ..actions import ACTIONS, SCOPE_TITLES, key_label
 
 
 def keys_table(keymap: dict[str, str]) -> RichTable:
@@ -16,7 +16,7 @@ def keys_table(keymap: dict[str, str]) -> RichTable:
     for col in ("where", "keys", "action", "id"):
         table.add_column(col)
     for a in ACTIONS:
-        table.add_row(SCOPE_TITLES.get(a.scope, a.scope), keymap.get(a.id, a.keys), a.description, a.id)
+        table.add_row(SCOPE_TITLES.get(a.scope, a.scope), key_label(keymap.get(a.id, a.keys)), a.description, a.id)
     return table
 
 

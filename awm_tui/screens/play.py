@@ -58,15 +58,16 @@ def convert(value: str, kind: str) -> Any:
 class PlayScreen(Screen):
     SCOPE = "play"
     BINDINGS = bindings("play")
+    AUTO_FOCUS = "#play-tools"  # the tool list from the start, before the episode is open (never the tab bar)
     DEFAULT_CSS = """
     PlayScreen #play-tabs { height: 1fr; }
     PlayScreen #task { height: auto; padding: 0 1; background: $boost; }
     PlayScreen #play-tools { width: 34; }
     PlayScreen #form-pane { width: 1fr; }
     PlayScreen #form { height: 1fr; border: round $primary-background; padding: 0 1; }
-    PlayScreen #form Label { margin-top: 1; }
-    PlayScreen .json-args { height: 12; }
-    PlayScreen #play-right { width: 2fr; }
+    PlayScreen #form Label { margin-top: 1; width: 100%; }
+    PlayScreen .json-args { width: 100%; height: 16; }
+    PlayScreen #play-right { width: 1fr; }
     PlayScreen #answer-row { height: auto; }
     PlayScreen #answer { width: 1fr; }
     """
@@ -83,6 +84,7 @@ class PlayScreen(Screen):
         self.reports: dict[str, Any] | None = None
         self.fields: dict[str, Input] = {}
         self.json_editor: TextArea | None = None
+        self.leaving = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -92,7 +94,9 @@ class PlayScreen(Screen):
                 with Horizontal():
                     yield OptionList(id="play-tools")
                     with Vertical(id="form-pane"):
-                        yield VerticalScroll(id="form")
+                        form = VerticalScroll(id="form")
+                        form.can_focus = False  # tab goes from the tool list straight to the first field
+                        yield form
                         yield Button("Call tool (ctrl+j)", id="call", variant="primary")
                     with Vertical(id="play-right"):
                         yield Transcript(id="transcript", human=True)
@@ -120,7 +124,7 @@ class PlayScreen(Screen):
         outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, self.policy, config, run_dir,
                                     pool=pool, verify_mode="both", judge=self.app.judge_endpoint(),
                                     meta={"model": "human"}, on_open=self.episode_opened, on_event=self.on_step)
-        if not self.is_attached:
+        if not self.is_attached or self.leaving:
             return
         if outcome.failure is not None:
             self.sub_title = "could not open the episode"
@@ -141,10 +145,12 @@ class PlayScreen(Screen):
         self.sub_title = str(episode.run_dir)
         if self.tools:
             await self.select_tool(self.tools[0]["name"])
-            self.query_one("#play-tools", OptionList).focus()
+            self.query_one("#play-tools", OptionList).highlighted = 0  # so the first down moves to the second tool
+            if not isinstance(self.focused, (Input, TextArea)):  # the player may already be typing
+                self.query_one("#play-tools", OptionList).focus()
 
     def on_step(self, event) -> None:
-        if not self.is_attached:
+        if not self.is_attached or self.leaving:  # the abandoned episode ends after the screen is gone
             return
         self.query_one(Transcript).add_event(event)
         if isinstance(event, RolloutFinished):
@@ -166,6 +172,12 @@ class PlayScreen(Screen):
     def _focus_form(self) -> None:
         fields = list(self.query_one("#form").query("Input, TextArea"))
         (fields[0] if fields else self.query_one("#call", Button)).focus()
+
+    def action_select_all_text(self) -> None:
+        """ctrl+a in a text field or the JSON editor selects all of it (the widgets' own ctrl+a goes to the line
+        start)."""
+        if isinstance(self.focused, (Input, TextArea)):
+            self.focused.select_all()
 
     async def select_tool(self, name: str) -> None:
         self.current = next(t for t in self.tools if t["name"] == name)
@@ -251,6 +263,7 @@ class PlayScreen(Screen):
             self.action_call_tool()
 
     def action_back(self) -> None:
+        self.leaving = True
         if self.finished is None and self.episode is not None:
             self.policy.queue.put_nowait(AssistantTurn("(abandoned)"))
         self.app.pop_screen()

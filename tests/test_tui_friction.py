@@ -1,0 +1,206 @@
+"""Issue 13, "Fix": a debugging session without friction — each item with a Pilot test (and SVG snapshots of the
+readable diff and its row detail)."""
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TabbedContent
+
+from awm_tui.app import AwmApp
+from test_tui_snapshots import settle, wait_until
+
+SIZE = (130, 40)
+
+
+async def open_env(pilot, key="maple_library_lending"):
+    app = pilot.app
+    await settle(pilot)
+    app.open_environment(key)
+    await settle(pilot)
+
+
+# -- tab keys and the palette's tab entries work from any pane ---------------------------------------
+
+@pytest.mark.parametrize("start,pane", [("2", "#schema-tree"), ("4", "#tool-list"), ("5", "#task-list")])
+async def test_tab_keys_work_from_inside_a_tab(start, pane):
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_env(pilot)
+        tabs = app.screen.query_one(TabbedContent)
+        for key, tab in zip("13452", ("overview", "data", "tools", "tasks", "schema")):
+            await pilot.press(start)
+            app.screen.query_one(pane).focus()
+            await pilot.pause()
+            assert app.focused is app.screen.query_one(pane)
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == tab, (start, key)
+
+
+async def test_palette_tab_entries_work_from_inside_a_tab():
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_env(pilot)
+        await pilot.press("2")
+        app.screen.query_one("#schema-tree").focus()
+        await pilot.pause()
+        await pilot.press("ctrl+p", *"env.data")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen.query_one(TabbedContent).active == "data"
+
+
+# -- play: focus, wrapped descriptions, a full-width JSON editor, ctrl+a -----------------------------
+
+NESTED = '''
+class NoteBatch(BaseModel):
+    notes: list[NoteIn] = Field(..., description="The notes to add, each with its text")
+    tag: str = Field("", description="A tag for every note of the batch; a long description that cannot fit on one line of the form, however wide the terminal is, so it has to wrap")
+
+@app.post("/api/notes/batch", summary="Add notes", description="Create several notes.", tags=["notes"], operation_id="add_notes", response_model=NoteList)
+async def add_notes(req: NoteBatch):
+    session = SessionLocal()
+    rows = [Note(text=n.text + (f" #{req.tag}" if req.tag else "")) for n in req.notes]
+    session.add_all(rows)
+    session.commit()
+    out = NoteList(notes=[NoteOut(id=r.id, text=r.text) for r in rows])
+    session.close()
+    return out
+
+class Vehicle(BaseModel):
+    vin: str = Field(..., description="Vehicle Identification Number, the 17 characters stamped on the dashboard and on the driver's door pillar of the car")
+
+@app.post("/api/vehicles", summary="Register", description="Register a vehicle.", tags=["cars"], operation_id="register_vehicle", response_model=NoteOut)
+async def register_vehicle(req: Vehicle):
+    return NoteOut(id=1, text=req.vin)
+'''
+
+
+def nested_env(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tinyenv import make_env_dir
+
+    return make_env_dir(tmp_path / "data", {"Nested Notes": NESTED})
+
+
+async def test_play_focus_descriptions_json_editor_and_select_all(tmp_path):
+    from textual.widgets import Label, OptionList, TextArea
+
+    from awm_tui.screens.play import PlayScreen
+
+    app = AwmApp([str(nested_env(tmp_path))], cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.push_screen(PlayScreen(app.catalog.get("nested_notes"), 0))
+        await pilot.pause()
+        screen = app.screen
+        tools = screen.query_one("#play-tools", OptionList)
+        assert app.focused is tools  # from the start, before the episode is open
+        await wait_until(pilot, lambda: screen.tools and screen.current is not None, what="the episode")
+        await pilot.pause()
+        assert app.focused is tools
+        names = [t["name"] for t in screen.tools]
+        # down moves through the tools at once, and enter goes to the form's first field
+        await pilot.press(*["down"] * names.index("register_vehicle"))
+        await pilot.pause()
+        assert screen.current["name"] == "register_vehicle"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.focused is screen.fields["vin"]
+        label = next(w for w in screen.query("#form Label") if "vin" in str(w.render()))
+        assert "driver's door pillar of the car" in str(label.render())
+        assert label.size.height > 1 and label.region.right <= screen.query_one("#form").region.right
+        # tab from the tool list goes straight into the form
+        tools.focus()
+        await pilot.press("tab")
+        assert app.focused is screen.fields["vin"]
+        # the nested tool: a JSON editor as wide as its pane; ctrl+a selects all, typing replaces the skeleton
+        tools.focus()
+        tools.highlighted = names.index("add_notes")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        editor = screen.query_one("#form TextArea", TextArea)
+        assert app.focused is editor
+        form = screen.query_one("#form")
+        assert editor.outer_size.width >= form.size.width - 1 and editor.outer_size.width > 40
+        await pilot.press("ctrl+a")
+        assert editor.selected_text == editor.text
+        await pilot.press(*'{"notes": [{"text": "typed"}], "tag": "mine"}')  # typing replaces the selection
+        transcript = screen.query_one("#transcript")
+        before = len(transcript.events)
+        await pilot.press("ctrl+j")
+        await wait_until(pilot, lambda: any(type(e).__name__ == "Observation" for e in transcript.events[before:]),
+                         what="the call")
+        call = next(e for e in transcript.events[before:] if type(e).__name__ == "ToolCall")
+        assert call.arguments == {"notes": [{"text": "typed"}], "tag": "mine"}
+        await pilot.press("escape")
+
+
+# -- elsewhere: escape in the SQL box, key names in help, catalog keys, code never cut --------------
+
+async def test_escape_in_the_sql_box_leaves_the_box_not_the_screen():
+    from textual.widgets import Input
+
+    from awm_tui.screens.environment import EnvironmentScreen
+
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_env(pilot)
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert isinstance(app.focused, Input) and app.focused.id == "sql"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, EnvironmentScreen) and app.focused.id == "data-grid"
+        await pilot.press("escape")  # from the grid, escape goes back as before
+        await pilot.pause()
+        assert not isinstance(app.screen, EnvironmentScreen)
+
+
+async def test_help_writes_keys_as_people_do():
+    from rich.console import Console
+    from textual.widgets import Static
+
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+        console = Console(width=200, record=True)
+        console.print(app.screen.query_one(Static).content)
+        text = console.export_text()
+        assert "F1, ?" in text and "question_mark" not in text and "slash" not in text
+        assert " / " in text and "ctrl+r" in text
+
+
+async def test_ddl_handler_source_and_verifier_code_wrap_at_the_pane_edge():
+    app = AwmApp(None, cursor_blink=False)
+    async with app.run_test(size=(90, 36)) as pilot:
+        await open_env(pilot)
+        for tab, pane in (("2", "#schema-detail"), ("4", "#tool-detail"), ("5", "#task-detail")):
+            await pilot.press(tab)
+            if tab == "4":
+                await pilot.press("ctrl+s")
+            await pilot.pause()
+            static = app.screen.query_one(pane)
+            lines = ["".join(seg.text for seg in strip) for strip in
+                     (static.render_line(y) for y in range(static.size.height))]
+            longest = max(len(c) for c in _code_lines(app.screen, tab))
+            assert longest > static.size.width  # the code has lines wider than the pane …
+            shown = "".join(line.strip() for line in lines)
+            for code_line in _code_lines(app.screen, tab):  # … and every character of them is on screen
+                assert "".join(code_line.split()) in "".join(shown.split()), code_line
+
+
+def _code_lines(screen, tab) -> list[str]:
+    from awm_engine.data import codeinfo
+
+    if tab == "2":
+        return screen.tables[0].ddl.splitlines()
+    if tab == "4":
+        return codeinfo.handler_source(screen.scenario.code, screen.tools[screen.current_tool]).splitlines()
+    return screen.scenario.verifier(0, "sql").code.splitlines()
