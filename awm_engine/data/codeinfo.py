@@ -103,7 +103,7 @@ def _routes(tree: ast.Module):
 def static_tools(code: str) -> list[Tool]:
     """Routes of the module in source order with their parameters (path, query, flattened body)."""
     tools: list[Tool] = []
-    for node, method, path, kw, name, params in _routes(parse(code)):
+    for node, method, path, kw, name, params in _routes(parse_or_empty(code)):
         tools.append(Tool(name=name, method=method.upper(), path=path,
                           summary=str(_const(kw.get("summary")) or ""),
                           description=str(_const(kw.get("description")) or ""),
@@ -135,7 +135,7 @@ def static_schema_extras(code: str) -> dict[str, dict[str, Any]]:
     Each value is a partial input schema ``{"type": "object", "properties": {param: {...}}}`` (path parameters
     first, then query, as in the tool's input schema); tools without such keywords are left out."""
     out: dict[str, dict[str, Any]] = {}
-    for _node, _method, _path, _kw, name, params in _routes(parse(code)):
+    for _node, _method, _path, _kw, name, params in _routes(parse_or_empty(code)):
         properties: dict[str, Any] = {}
         for where in ("path", "query"):
             for param, default in params:
@@ -157,7 +157,7 @@ def static_schema_extras(code: str) -> dict[str, dict[str, Any]]:
 
 def handler_source(code: str, tool: Tool) -> str:
     """The source of a tool's handler, decorators included."""
-    tree = parse(code)
+    tree = parse_or_empty(code)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == tool.lineno:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -173,3 +173,11 @@ def parse(source: str) -> ast.Module:
     (``SystemError: AST constructor recursion depth mismatch``)."""
     with _PARSE_LOCK:
         return ast.parse(source)
+
+
+def parse_or_empty(source: str) -> ast.Module:
+    """The module's syntax tree, or an empty module when the code does not parse (its load reports why)."""
+    try:
+        return parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.Module(body=[], type_ignores=[])

@@ -35,6 +35,7 @@ from awm_engine.eval.episode import (
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
 from awm_engine.runtime.pool import EnvPool
+from awm_engine.sandbox.host import protections
 from awm_engine.verify.judge import DEFAULT_PROFILE
 from awm_engine.verify.rewards import RewardConfig
 
@@ -192,7 +193,8 @@ async def _run_locked(config: EvalConfig, out: Path, endpoint, judge, resume, on
     agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
     config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    run_facts = {"warnings": warnings, "verification_profile": getattr(agent, "protocol", DEFAULT_PROFILE)}
+    run_facts = {"warnings": warnings, "verification_profile": getattr(agent, "protocol", DEFAULT_PROFILE),
+                 "sandbox": protections().to_dict()}
     index = ResultsIndex(results)
     index.refresh()
     done_ids = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}

@@ -25,6 +25,7 @@ from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.runtime.episode import EnvLoadError, EpisodeHandle, EpisodeLoadFailure
 from awm_engine.runtime.mcp_client import McpEpisode
 from awm_engine.runtime.pool import EnvPool
+from awm_engine.sandbox.host import protections
 from awm_engine.verify.judge import DEFAULT_PROFILE
 from awm_engine.verify.rewards import RewardConfig
 from awm_engine.verify.verification import VerifyReport, verify_both, verify_run
@@ -208,6 +209,7 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
             if on_open is not None:
                 await _maybe_await(on_open(episode))
             info = {"data_dirs": data_dirs, "backend": backend, "template": getattr(episode, "template", None),
+                    "sandbox": protections().to_dict(),
                     **(meta or {})}
             rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
             async for event in rollout.events():

@@ -35,10 +35,15 @@ from awm_engine.runtime.episode import (
 )
 from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox import host
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb, kill_tree
+from awm_engine.sandbox.launcher import (
+    Sandbox,
+    SandboxPolicy,
+    default_memory_mb,
+    kill_tree,
+)
 
 KILL_GRACE = 5.0
-LOAD_TIMEOUT = 60.0  # a scenario whose code does not finish importing by then is broken (and its worker replaced)
+LOAD_TIMEOUT = 60.0  # a scenario whose code does not finish importing by then is broken (its worker replaced)
 OP_DEADLINES = {"load": LOAD_TIMEOUT, "open": 60.0, "reset": 60.0, "close": 15.0, "list_tools": 30.0, "ping": 10.0}
 
 
@@ -274,7 +279,7 @@ class EnvPool:
     def __init__(self, workers: int | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
                  log_path: Path | str | None = None, schema_check: str = "reference",
-                 load_timeout: float = LOAD_TIMEOUT):
+                 load_timeout: float | None = None):
         self.n_workers = workers or max(1, min(os.cpu_count() or 1, 8))
         self.call_timeout = call_timeout
         self.schema_check = check_schema_check(schema_check)
@@ -282,7 +287,7 @@ class EnvPool:
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_pool_"))
         self.templates = templates or TemplateCache()
         self.log_path = Path(log_path) if log_path else None
-        self.load_timeout = load_timeout
+        self.load_timeout = load_timeout or float(os.environ.get("AWM_LOAD_TIMEOUT") or LOAD_TIMEOUT)
         self.broken: dict[str, str] = {}  # scenario -> why it cannot be loaded (remembered: later opens fail fast)
         self.workers: list[WorkerProcess] = []
         self.episodes: dict[str, PoolEpisode] = {}
