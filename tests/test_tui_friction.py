@@ -204,3 +204,68 @@ def _code_lines(screen, tab) -> list[str]:
     if tab == "4":
         return codeinfo.handler_source(screen.scenario.code, screen.tools[screen.current_tool]).splitlines()
     return screen.scenario.verifier(0, "sql").code.splitlines()
+
+
+# -- the evaluation dashboard: distinguishable rollouts, a k = 1 summary, columns sized to the space ----
+
+LONG = "DocuSign E-Signature Agreement Workflow"  # its key was cut at 34 (catalog) and 30 characters (dashboard)
+KEY = "docusign_e_signature_agreement_workflow"
+
+
+async def test_evaluation_dashboard_rollouts_k1_summary_and_column_widths(tmp_path):
+    import asyncio
+    import sys
+    from pathlib import Path
+
+    from awm_engine.cli import main as awm
+    from awm_tui.screens.evals import EvalScreen
+    from awm_tui.widgets.virtual_table import VirtualTable
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tinyenv import make_env_dir
+
+    data = make_env_dir(tmp_path / "data", {LONG: "", "Tiny Notes": ""})
+    out = tmp_path / "runs" / "eval" / "k1"
+    assert await asyncio.to_thread(awm, ["eval", "run", "--data", str(data), "--policy", "immediate", "-k", "1",
+                                         "--concurrency", "1", "--workers", "1", "--verify", "none",
+                                         "--out", str(out), "--quiet"]) == 0
+    app = AwmApp([str(data)], cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+e")
+        await wait_until(pilot, lambda: isinstance(app.screen, EvalScreen), what="the dashboard")
+        screen = app.screen
+        rollouts = screen.query_one("#rollout-table", VirtualTable)
+        await wait_until(pilot, lambda: rollouts.row_count == 4, what="the rollouts")
+        await pilot.pause()
+        head = str(screen.query_one("#run-head").render())
+        assert head.count("pass@1") == 1 and "pass^" not in head, head
+        # each rollout row says which scenario, task and sample it is, in full
+        rows = [rollouts.get_row_at(i) for i in range(rollouts.row_count)]
+        key = KEY
+        assert {tuple(r[:3]) for r in rows} == {(key, "0", "0"), (key, "1", "0"), ("tiny_notes", "0", "0"),
+                                                ("tiny_notes", "1", "0")}
+        line = "".join(seg.text for seg in rollouts.render_line(1))
+        assert rows[0][0] in line and rollouts.widths[0] >= len(key)
+        scenarios = screen.query_one("#scenario-table", VirtualTable)
+        assert scenarios.widths[0] >= len(key) and "pass@k" not in scenarios.columns
+        assert scenarios.columns.count("pass@1") == 1
+
+
+async def test_catalog_shows_whole_scenario_keys(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from awm_tui.widgets.virtual_table import VirtualTable
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tinyenv import make_env_dir
+
+    data = make_env_dir(tmp_path / "data", {LONG: "", "Tiny Notes": ""})
+    app = AwmApp([str(data)], cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(VirtualTable)
+        key = KEY
+        line = "".join(seg.text for seg in table.render_line(1 + [r[0] for r in table.rows].index(key)))
+        assert f"{key} DocuSign E-Signature Agreement" in line  # the whole key, then the name

@@ -16,7 +16,7 @@ from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
 
 COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health")
-WIDTHS = (34, 34, 6, 5, 5, 7, 7, 14)  # fixed widths: the table never measures 1,000 rows
+WIDTHS = (30, 24, 6, 5, 5, 7, 7, 14)  # least widths: scenario, then name widen to their longest cell when there is room
 
 
 @dataclass
@@ -77,7 +77,7 @@ class CatalogScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one(VirtualTable)
-        table.set_columns(list(COLUMNS), list(WIDTHS))
+        table.set_columns(list(COLUMNS), list(WIDTHS), grow=(0, 1))
         if not getattr(self.app, "cursor_blink", True):
             for field in self.query(Input):
                 field.cursor_blink = False

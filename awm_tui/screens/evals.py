@@ -22,9 +22,21 @@ from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
 
 SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "errors"]
-SCENARIO_WIDTHS = [30, 8, 7, 8, 7, 7, 24]
-ROLLOUT_COLUMNS = ["rollout", "status", "label", "reward", "stop", "error"]
-ROLLOUT_WIDTHS = [40, 6, 12, 6, 13, 18]
+SCENARIO_WIDTHS = [24, 8, 7, 8, 7, 7, 12]  # least widths: the scenario and errors columns take the room left
+ROLLOUT_COLUMNS = ["scenario", "task", "sample", "status", "label", "reward", "stop", "error"]
+ROLLOUT_WIDTHS = [24, 4, 6, 6, 12, 6, 13, 12]  # a rollout is scenario / task / sample, each in its own column
+
+
+def pass_k_shown(overall: dict, k: int) -> str:
+    """The k of the summary's pass@k and pass^k: the largest measured, else the largest power of two up to the
+    run's k (metrics are measured at powers of two)."""
+    ks = sorted(overall["pass_at_k"], key=int)
+    if ks:
+        return ks[-1]
+    shown = 1
+    while shown * 2 <= max(1, int(k or 1)):
+        shown *= 2
+    return str(shown)
 
 
 class RunView:
@@ -87,8 +99,8 @@ class EvalScreen(Screen):
     def on_mount(self) -> None:
         self.title = "Evaluations"
         self.sub_title = str(self.root)
-        self.query_one("#scenario-table", VirtualTable).set_columns(SCENARIO_COLUMNS, SCENARIO_WIDTHS)
-        self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS)
+        self.query_one("#scenario-table", VirtualTable).set_columns(SCENARIO_COLUMNS, SCENARIO_WIDTHS, grow=(0, 6))
+        self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
         self.reload_runs()
         self.set_interval(1.0, self.poll)
 
@@ -166,17 +178,17 @@ class EvalScreen(Screen):
         overall = metrics["overall"]
         done = len(summaries)
         state = "running" if view.running() and (expected is None or done < expected) else "finished"
-        ks = sorted(overall["pass_at_k"], key=int)
-        kmax = ks[-1] if ks else "1"
+        kmax = pass_k_shown(overall, view.config.k)
         fmt = (lambda v: "-" if v is None else f"{v:.3f}")  # noqa: E731
+        passes = f"  ·  pass@1 {fmt(overall['pass_at_k'].get('1'))}"
+        if kmax != "1":  # with k = 1, pass@k and pass^k are pass@1
+            passes += (f"  ·  pass@{kmax} {fmt(overall['pass_at_k'].get(kmax))}"
+                       f"  ·  pass^{kmax} {fmt(overall['pass_hat_k'].get(kmax))}")
         head = Text.assemble((f"{view.path.name}", "bold"), f"  ·  {view.config.model}  ·  k={view.config.k}  ·  ",
                              (state, "green" if state == "finished" else "yellow"),
                              f"\nrollouts {done}" + (f"/{expected}" if expected else ""),
                              f"  ·  mean reward {fmt(overall['mean_reward'])}",
-                             f"  ·  completion {fmt(overall['completion_rate'])}",
-                             f"  ·  pass@1 {fmt(overall['pass_at_k'].get('1'))}",
-                             f"  ·  pass@{kmax} {fmt(overall['pass_at_k'].get(kmax))}",
-                             f"  ·  pass^{kmax} {fmt(overall['pass_hat_k'].get(kmax))}",
+                             f"  ·  completion {fmt(overall['completion_rate'])}", passes,
                              "\nerrors: " + (", ".join(f"{c} {overall['errors'][c]}" for c in ERROR_CLASSES
                                                        if overall["errors"][c]) or "none"))
         self.query_one("#run-head", Static).update(head)
@@ -185,12 +197,21 @@ class EvalScreen(Screen):
         rows = []
         for name, agg in metrics["scenarios"].items():
             errors = ", ".join(f"{c} {n}" for c, n in agg["errors"].items() if n) or "-"
-            rows.append((name, agg["rollouts"], fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
-                         fmt(agg["pass_at_k"].get("1")), fmt(agg["pass_at_k"].get(kmax)), errors))
-        self.query_one("#scenario-table", VirtualTable).set_rows(rows, list(metrics["scenarios"]))
+            row = [name, agg["rollouts"], fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
+                   fmt(agg["pass_at_k"].get("1")), fmt(agg["pass_at_k"].get(kmax)), errors]
+            rows.append(tuple(row[:5] + row[6:]) if kmax == "1" else tuple(row))
+        scenarios = self.query_one("#scenario-table", VirtualTable)
+        columns = [f"pass@{kmax}" if c == "pass@k" else c for c in SCENARIO_COLUMNS]
+        if kmax == "1":  # a second pass@1 column says nothing
+            columns, widths = columns[:5] + columns[6:], SCENARIO_WIDTHS[:5] + SCENARIO_WIDTHS[6:]
+        else:
+            widths = SCENARIO_WIDTHS
+        if columns != scenarios.columns:
+            scenarios.set_columns(columns, widths, grow=(0, len(columns) - 1))
+        scenarios.set_rows(rows, list(metrics["scenarios"]))
         if new or self.query_one("#rollout-table", VirtualTable).row_count != done:
             table = self.query_one("#rollout-table", VirtualTable)
-            table.set_rows([(s["id"], s.get("status"), s.get("label") or "-",
+            table.set_rows([(s["scenario"], s["task_id"], s["sample"], s.get("status"), s.get("label") or "-",
                              "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
                              error_class(s) or "") for s in summaries], [s["id"] for s in summaries])
 

@@ -50,19 +50,23 @@ class VirtualTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.columns: list[str] = []
         self.widths: list[int] = []
+        self.base_widths: list[int] = []
+        self.grow: list[int] = []
         self.rows: list[tuple[str, ...]] = []
         self.keys: list[str] = []
 
     # -- data ---------------------------------------------------------------------------------
-    def set_columns(self, names: list[str], widths: list[int]) -> None:
-        self.columns, self.widths = list(names), list(widths)
-        self._resize()
+    def set_columns(self, names: list[str], widths: list[int], grow: list[int] | tuple[int, ...] = ()) -> None:
+        """``widths`` are the least widths; the columns in ``grow`` (indexes, first served first) widen into the
+        space left, up to their longest cell."""
+        self.columns, self.base_widths, self.grow = list(names), list(widths), list(grow)
+        self._fit()
 
     def set_rows(self, rows: list[tuple], keys: list[str] | None = None) -> None:
         self.rows = [tuple("" if v is None else str(v) for v in row) for row in rows]
         self.keys = list(keys) if keys is not None else [str(i) for i in range(len(rows))]
         self.cursor_row = min(self.cursor_row, max(0, len(self.rows) - 1))
-        self._resize()
+        self._fit()
         self.refresh()
 
     @property
@@ -76,8 +80,21 @@ class VirtualTable(ScrollView, can_focus=True):
     def cursor_key(self) -> str | None:
         return self.keys[self.cursor_row] if 0 <= self.cursor_row < len(self.keys) else None
 
-    def _resize(self) -> None:
+    def _fit(self) -> None:
+        widths = list(self.base_widths)
+        spare = self.scrollable_content_region.width - sum(w + 1 for w in widths) - 1
+        for i in self.grow:
+            if spare <= 0:
+                break
+            longest = max([len(self.columns[i])] + [len(row[i]) for row in self.rows if i < len(row)])
+            extra = min(spare, max(0, longest - widths[i]))
+            widths[i] += extra
+            spare -= extra
+        self.widths = widths
         self.virtual_size = Size(sum(w + 1 for w in self.widths), len(self.rows) + 1)
+
+    def on_resize(self) -> None:
+        self._fit()
 
     # -- drawing ------------------------------------------------------------------------------
     def _line(self, cells: tuple[str, ...], style: Style) -> list[Segment]:
