@@ -269,3 +269,109 @@ async def test_catalog_shows_whole_scenario_keys(tmp_path):
         key = KEY
         line = "".join(seg.text for seg in table.render_line(1 + [r[0] for r in table.rows].index(key)))
         assert f"{key} DocuSign E-Signature Agreement" in line  # the whole key, then the name
+
+
+# -- live rollout states: stop while starting and after a step, a new run, the verdict's lines ---------
+
+def _call(name, arguments):
+    import json
+
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def _rollout_config(tmp_path, monkeypatch, agent_url, judge_url=None):
+    text = f'[endpoints.scripted]\nbase_url = "{agent_url}"\nmodel = "scripted"\n'
+    if judge_url:
+        text += f'[endpoints.judge]\nbase_url = "{judge_url}"\nmodel = "judge"\n[judge]\nendpoint = "judge"\n'
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    monkeypatch.setenv("AWM_CONFIG", str(config))
+
+
+def _state(screen) -> str:
+    return str(screen.query_one("#state").render())
+
+
+async def test_live_rollout_stop_while_starting_after_a_step_and_a_new_run(tmp_path, monkeypatch):
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+    from awm_tui.screens.rollout import RolloutScreen
+    from awm_tui.widgets.transcript import Transcript
+
+    script = {"responses": [{"content": _call("list_tools", {})}] * 6}
+    with FakeLLMServer(script) as llm:
+        _rollout_config(tmp_path, monkeypatch, llm.url)
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.push_screen(RolloutScreen(app.catalog.get("maple_library_lending"), 3))
+            await pilot.pause()
+            screen = app.screen
+            # x while the MCP server is starting: the state says stopped, and stays so
+            await pilot.press("n")
+            await wait_until(pilot, lambda: "starting an MCP server" in _state(screen), what="the start")
+            await pilot.press("x")
+            await pilot.pause(1.0)
+            await app.workers.wait_for_complete()
+            assert "stopped before the first step" in _state(screen) and "starting" not in _state(screen)
+            assert not screen.running
+            # a run, one step, then x: stopped (not paused) after that turn
+            await pilot.press("n")
+            await wait_until(pilot, lambda: "paused before the first step" in _state(screen), what="the server")
+            await pilot.press("n")
+            await wait_until(pilot, lambda: "paused after turn 1" in _state(screen), what="turn 1")
+            first = list(screen.query_one(Transcript).events)
+            assert first
+            await pilot.press("x")
+            await pilot.pause(0.5)
+            await app.workers.wait_for_complete()
+            assert "stopped after turn 1" in _state(screen) and "paused" not in _state(screen)
+            # the next n starts a new run on a clean transcript
+            await pilot.press("n")
+            await wait_until(pilot, lambda: "paused before the first step" in _state(screen), what="the new run")
+            assert screen.query_one(Transcript).events == [] and not screen.query_one(Transcript).children
+            await pilot.press("n")
+            await wait_until(pilot, lambda: "paused after turn 1" in _state(screen), what="turn 1 of the new run")
+            assert [type(e).__name__ for e in screen.query_one(Transcript).events] == [type(e).__name__ for e in first]
+            await pilot.press("x")
+            await pilot.pause(0.5)
+
+
+async def test_live_rollout_verdict_flags_judge_against_code_verifier(tmp_path, monkeypatch):
+    import json
+
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+    from awm_tui.screens.rollout import RolloutScreen
+
+    agent = {"responses": [{"content": "Your loan is renewed."}]}  # nothing done: the database is unchanged
+    judge = {"responses": [{"content": json.dumps({"reasoning": "The assistant says it renewed the loan.",
+                                                   "classification": "complete"})}]}
+    with FakeLLMServer(agent) as agent_llm, FakeLLMServer(judge) as judge_llm:
+        _rollout_config(tmp_path, monkeypatch, agent_llm.url, judge_llm.url)
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.push_screen(RolloutScreen(app.catalog.get("maple_library_lending"), 3))
+            await pilot.pause()
+            screen = app.screen
+            await pilot.press("r")
+            await wait_until(pilot, lambda: screen.reports is not None, 60, what="the verdict")
+            await pilot.pause()
+            assert screen.reports["code"]["label"] == "others" and screen.reports["judge"]["classification"] == "complete"
+            state = _state(screen)
+            assert state.endswith("reward 1.0"), state  # no stray separator, nothing cut after it
+            from rich.console import Console
+
+            console = Console(width=200, record=True)
+            console.print(screen.query_one("#verdict").content)
+            verdict = console.export_text()
+            assert "the code verifier says others but the judge says complete" in verdict
+            assert "confidence None" not in verdict and "classification complete" in verdict
+
+
+def test_flags_a_judge_against_a_code_verifier_that_failed_to_run():
+    from awm_tui.widgets.verdict import flags
+
+    failed = {"label": "judge_error", "result": {"execution_status": "error", "result": "others"}}
+    said = [t.plain for t in flags({"code": failed, "judge": {"classification": "Complete"}}, 0)]
+    assert any("code verifier says others but the judge says complete" in s for s in said)
+    assert not flags({"code": {"label": "complete"}, "judge": {"classification": "complete"}}, 0)

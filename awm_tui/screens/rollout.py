@@ -36,7 +36,7 @@ class RolloutScreen(Screen):
     RolloutScreen #base-url { width: 1fr; }
     RolloutScreen #model { width: 24; }
     RolloutScreen #mode { width: 14; }
-    RolloutScreen #state { height: 1; padding: 0 1; color: $text-muted; }
+    RolloutScreen #state { height: auto; padding: 0 1; color: $text-muted; }
     """
 
     def __init__(self, scenario: Scenario, task_idx: int, base_url: str | None = None, model: str | None = None,
@@ -52,6 +52,9 @@ class RolloutScreen(Screen):
         self.finished: RolloutFinished | None = None
         self.reports = None
         self.running = False
+        self.stopped = False  # x: the run was stopped; its worker may still be unwinding
+        self.generation = 0  # which run is current: a stopped run's worker never touches the next one
+        self.turn = 0  # the last turn shown
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -104,10 +107,22 @@ class RolloutScreen(Screen):
         except ConfigError as exc:
             self.notify(str(exc), title="endpoint", severity="error")
             return
-        self.running = True
+        self.running, self.stopped, self.turn = True, False, 0
+        self.generation += 1
+        self.finished, self.reports, self.episode = None, None, None
         self.query_one("#start", Button).disabled = True
-        self.query_one(Transcript).focus()
+        self.new_transcript()
         self.run_rollout(endpoint)
+
+    def new_transcript(self) -> None:
+        """A new run starts on an empty transcript and an empty verdict view."""
+        transcript = self.query_one(Transcript)
+        transcript.remove_children()
+        transcript.events.clear()
+        transcript.env_errors = 0
+        self.query_one(SideBySide).show(None)
+        self.query_one(TabbedContent).active = "live"
+        transcript.focus()
 
     def action_next_step(self) -> None:
         if not self.running:
@@ -127,9 +142,15 @@ class RolloutScreen(Screen):
         self.state("pausing after this step")
 
     def action_stop(self) -> None:
+        if not self.running:
+            return
         for worker in self.workers:
             if worker.group == "rollout":
                 worker.cancel()
+        self.stopped, self.running = True, False
+        self.query_one("#start", Button).disabled = False
+        where = f"after turn {self.turn}" if self.turn else "before the first step"
+        self.state(f"stopped {where} · n or ctrl+r starts a new run")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
@@ -138,8 +159,10 @@ class RolloutScreen(Screen):
     # -- the rollout ---------------------------------------------------------------------------------
     @work(exclusive=True, group="rollout")
     async def run_rollout(self, endpoint) -> None:
+        generation = self.generation
         run_dir = default_run_dir(self.scenario, self.task_idx, self.app.runs_root / "agents").resolve()
         self.run_dir = run_dir
+        self.sub_title = str(run_dir)
         self.state(f"starting an MCP server for {self.scenario.key}…")
         try:
             config = AgentConfig(mode=endpoint.mode, system_prompt=read_system_prompt(endpoint=endpoint))
@@ -155,9 +178,14 @@ class RolloutScreen(Screen):
                                         meta={"model": endpoint.model, "api_url": endpoint.base_url})
         finally:
             await policy.aclose()
-            self.running = False
+            if generation == self.generation and not self.stopped:
+                self.running = False
+                if self.is_attached:
+                    self.query_one("#start", Button).disabled = False
+        if generation != self.generation or self.stopped:
+            return
         if outcome.failure is not None:
-            self.state(f"[red]could not start the episode: {outcome.failure}[/red]")
+            self.state(f"[red]could not start the episode: {escape(str(outcome.failure))}[/red]")
             return
         self.finished = outcome.finished
         report = outcome.verification
@@ -165,9 +193,11 @@ class RolloutScreen(Screen):
         if self.is_attached:
             self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors,
                                                    self.finished.stop_reason)
-        self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward} · {run_dir}")
+        self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward}")
 
     async def episode_opened(self, episode) -> None:
+        if self.stopped:
+            return
         self.episode = episode
         self.state(f"MCP server at {episode.url} · {len(episode.tools)} tools · paused before the "
                    "first step (n: step · r: run to end)")
@@ -175,8 +205,9 @@ class RolloutScreen(Screen):
             await self.wait_gate()
 
     async def on_step(self, event) -> None:
-        if not self.is_attached:
+        if not self.is_attached or self.stopped:
             return
+        self.turn = getattr(event, "iteration", None) or self.turn
         self.query_one(Transcript).add_event(event)
         if isinstance(event, RolloutFinished):
             self.state(f"finished: {event.stop_reason} · verifying…")

@@ -76,10 +76,23 @@ LABEL_STYLE = {"complete": "bold green", "incomplete": "bold yellow", "others": 
                "server_error": "bold magenta", "judge_error": "bold white on red"}
 
 
+def code_verdict(outcome: dict[str, Any] | None) -> str | None:
+    """complete | others from a code-mode verifier's outcome; a verifier that failed to run counts as ``others``
+    (what the reference records); None when there was none."""
+    if not outcome:
+        return None
+    label = str(outcome.get("label") or "").strip().lower()
+    if label in ("complete", "others"):
+        return label
+    result = outcome.get("result")
+    said = str(result.get("result") or "").strip().lower() if isinstance(result, dict) else ""
+    return said if said in ("complete", "others") else None
+
+
 def flags(report: dict[str, Any], env_errors: int) -> list[Text]:
     out = []
-    code = (report.get("code") or {}).get("label")
-    judge = (report.get("judge") or {}).get("classification")
+    code = code_verdict(report.get("code"))
+    judge = str((report.get("judge") or {}).get("classification") or "").strip().lower() or None
     if code in ("complete", "others") and judge and judge != "judge_error":
         if (code == "complete") != (judge == "complete"):
             out.append(Text(f"⚠ the code verifier says {code} but the judge says {judge}: look at both before "
@@ -143,7 +156,8 @@ def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reas
         parts += [Text("\nJudge", style="bold"),
                   Text.assemble("classification ", (judge["classification"],
                                                     LABEL_STYLE.get(judge["classification"], "bold")),
-                                f"  confidence {result.get('confidence_score')}")]
+                                *([f"  confidence {result['confidence_score']}"]
+                                  if result.get("confidence_score") is not None else []))]
         if result.get("reasoning"):
             parts.append(Text(str(result["reasoning"])))
         if result.get("evidence"):
