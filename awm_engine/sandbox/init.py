@@ -14,6 +14,7 @@ import resource
 import runpy
 import signal
 import sys
+import threading
 
 from awm_engine.sandbox import landlock
 
@@ -51,6 +52,35 @@ def run_target(argv: list[str]) -> None:
     os.execvp(argv[0], argv)
 
 
+GRACE = 5.0  # after its starter is gone, the target may finish what it holds (close episodes) this long
+
+
+def _watch_lifeline(fd: int, child: int) -> None:
+    """The process that started the sandbox is gone (its end of the pipe closed): ask the target to stop
+    (SIGINT), give it a moment to put its files in place, then end everything inside."""
+    import time
+
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    try:
+        os.kill(child, signal.SIGINT)
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            os.kill(child, 0)  # ProcessLookupError once it is gone (reaped by the main loop)
+    except ProcessLookupError:
+        pass
+    finally:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os._exit(137)
+
+
 def reap_until(child: int) -> int:
     """Pid 1's loop: forward termination signals to the target, reap every orphan, return the target's code."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -72,13 +102,23 @@ def main() -> None:
     if spec.get("cgroup"):  # every process of the sandbox counts against its pids.max
         with open(os.path.join(spec["cgroup"], "cgroup.procs"), "w") as fh:
             fh.write(str(os.getpid()))
+    lifeline = spec.get("lifeline")
     if spec.get("reaper") and os.getpid() == 1:
         child = os.fork()
         if child:
-            os.closerange(3, 1 << 16)  # hold none of the target's descriptors (its socket, its files)
+            # hold none of the target's descriptors (its socket, its files): only the lifeline stays
+            if lifeline is None:
+                os.closerange(3, 1 << 16)
+            else:
+                os.closerange(3, lifeline)
+                os.closerange(lifeline + 1, 1 << 16)
+            if lifeline is not None:
+                threading.Thread(target=_watch_lifeline, args=(lifeline, child), daemon=True).start()
             code = reap_until(child)
             os._exit(code if code >= 0 else 128 - code)
         os.setpgid(0, 0)  # signals to the sandbox's group reach the target once, through pid 1
+    if lifeline is not None:
+        os.close(lifeline)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)

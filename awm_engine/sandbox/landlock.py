@@ -83,6 +83,7 @@ def restrict(writable: list[str], deny_tcp: bool = False) -> int:
         allow("/", READ)
         for device in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty"):
             allow(device, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
+        allow("/proc", READ | WRITE_FILE)  # its own /proc files (uid_map of a nested sandbox); sysctls need privileges
         for path in writable:
             allow(path, handled)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -55,6 +55,7 @@ class Sandbox:
         self.tmp = Path(tempfile.mkdtemp(prefix=f"awm_sbx_{label}_"))
         self.protections = host.protections(policy.network)
         self.cgroup: Path | None = None
+        self._lifeline: int | None = None  # write end of a pipe: when it closes (we end or die), the sandbox ends
 
     def _prepare_dirs(self) -> list[str]:
         dirs = [str(self.tmp)] + [str(Path(d).resolve()) for d in self.policy.writable]
@@ -78,17 +79,19 @@ class Sandbox:
         p = self.policy
         return {"writable": writable, "deny_tcp": not p.network, "memory_mb": p.memory_mb, "max_procs": p.max_procs,
                 "file_size_mb": p.file_size_mb, "open_files": p.open_files, "cpu_seconds": p.cpu_seconds,
-                "reaper": self.protections.proc_isolated, "cgroup": self._make_cgroup(),
+                "reaper": self.protections.proc_isolated, "cgroup": self._make_cgroup(), "lifeline": None,
                 "landlock": self.protections.writes_confined}
 
     def command(self, argv: list[str]) -> tuple[list[str], dict[str, str]]:
         """The wrapped command line and its environment."""
         writable = self._prepare_dirs()
+        spec = self.spec(writable)
+        spec["lifeline"] = getattr(self, "_lifeline_fd", None)
         env = scrubbed_env({"HOME": str(self.tmp), "TMPDIR": str(self.tmp), "PYTHONDONTWRITEBYTECODE": "1",
                             "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
                                                           if x)})
         env.update(self.policy.env)
-        inner = [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(self.spec(writable)), "--", *argv]
+        inner = [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
         if self.protections.proc_isolated:
             # unshare itself ignores INT/TERM/HUP (it would otherwise die and take the sandbox down at once):
             # pid 1 inside forwards them to the target, so a polite stop stays polite
@@ -97,10 +100,20 @@ class Sandbox:
         return inner, env
 
     def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        read_end = None
+        if self.protections.proc_isolated:  # pid 1 inside watches this pipe: our death is the sandbox's
+            read_end, self._lifeline = os.pipe()
+        self._lifeline_fd = read_end
         command, env = self.command(argv)
         kwargs.setdefault("start_new_session", True)
         kwargs.setdefault("cwd", str(self.tmp))
-        return subprocess.Popen(command, env=env, **kwargs)
+        if read_end is not None:
+            kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + (read_end,)
+        try:
+            return subprocess.Popen(command, env=env, **kwargs)
+        finally:
+            if read_end is not None:
+                os.close(read_end)
 
     def run(self, argv: list[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
         """Run to completion (killed, with everything it started, at ``timeout``)."""
@@ -119,6 +132,9 @@ class Sandbox:
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def cleanup(self) -> None:
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.cgroup is not None:
             try:
