@@ -64,7 +64,11 @@ def unshare_path() -> str | None:
 
 def namespace_flags(network: bool) -> list[str]:
     """The ``unshare`` options of a sandbox: user, pid, mount (own /proc) and, unless asked, network."""
-    flags = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
+    flags = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child"]
+    if os.environ.get("AWM_SANDBOXED") != "1":
+        # its own /proc (only its processes visible); inside a sandbox, Landlock forbids mounts, and the /proc
+        # already there is the outer sandbox's own
+        flags += ["--mount", "--mount-proc"]
     if not network:
         flags.append("--net")
     return flags

@@ -90,6 +90,7 @@ class Sandbox:
         env = scrubbed_env({"HOME": str(self.tmp), "TMPDIR": str(self.tmp), "PYTHONDONTWRITEBYTECODE": "1",
                             "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
                                                           if x)})
+        env["AWM_SANDBOXED"] = "1"  # a sandbox started from inside this one nests without mounts
         env.update(self.policy.env)
         inner = [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
         if self.protections.proc_isolated:
