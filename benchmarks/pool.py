@@ -1,0 +1,243 @@
+"""Many concurrent isolated episodes on one machine, with the sandbox on (the RL step's workload).
+
+    .venv/bin/python benchmarks/pool.py [--episodes 1024] [--workers 2] [--calls 10] [--naive 8]
+
+Each episode opens (its own copy of the database), makes ``--calls`` tool calls — the first a write that adds
+a row carrying the episode's id, the rest reads — and checks that it sees its own write and no other
+episode's. Scenarios: every sample environment (and, with ../shared, the real AWM ones), so at least 8.
+Printed: peak total RSS of the awm process and every worker (sandboxes included), episode-open latency
+p50/p99, sustained tool calls per second, failures (calls that errored), cross-episode leaks, calls that
+changed the database while reported as failures, and how episodes spread over workers; then the naive
+design — one server subprocess per episode, as the reference runs it — measured in the same run on
+``--naive`` episodes, with ratios and the extrapolation to the full count labelled as such.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from awm_engine.data.catalog import Catalog  # noqa: E402
+from awm_engine.data.paths import sample_envs_dir  # noqa: E402
+from awm_engine.db.diff import diff_databases  # noqa: E402
+from awm_engine.runtime.mcp_client import McpEpisode  # noqa: E402
+from awm_engine.runtime.pool import EnvPool  # noqa: E402
+from awm_engine.sandbox import host  # noqa: E402
+
+def rss_total_mb(root_pid: int) -> float:
+    """Resident memory of ``root_pid`` and all its descendants (sandboxes, workers, reapers)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            children.setdefault(int(fields[1]), []).append(pid)
+            rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total / 2**20
+
+
+def candidate_writes(scenario):
+    """Write calls to try: those of the reference solutions, then POSTs whose required parameters are strings."""
+    for i in range(len(scenario.tasks)):
+        solution = scenario.solution(i) or {}
+        for call in solution.get("calls") or []:
+            if not str(call.get("tool", "")).startswith(("list_", "get_", "search_")):
+                yield call["tool"], call.get("arguments") or {}
+    for tool in scenario.tools():
+        required = [p for p in tool.params if p.required]
+        if tool.method == "POST" and required and all(p.type == "str" for p in required):
+            yield tool.name, {p.name: "awm-bench" for p in required}
+
+
+def read_call(scenario) -> str | None:
+    for tool in scenario.tools():
+        if tool.method == "GET" and not any(p.required for p in tool.params):
+            return tool.name
+    return None
+
+
+def signature(episode) -> tuple:
+    """What the episode changed: per table, rows inserted, deleted and updated."""
+    diff = diff_databases(episode.initial_db, episode.final_db)
+    return tuple(sorted((t.table, len(t.inserted), len(t.deleted), len(t.updated)) for t in diff.tables))
+
+
+async def choose_write(pool: EnvPool, scenario):
+    """The first candidate write that succeeds alone, with what it changes (the baseline every episode of the
+    benchmark must reproduce exactly: more is another episode's write leaking in, less is a lost write)."""
+    for name, args in candidate_writes(scenario):
+        episode = await pool.open_episode(scenario)
+        try:
+            result = await episode.call_tool(name, args)
+            if not result.is_error:
+                sig = signature(episode)
+                if sig:
+                    return name, args, sig
+        finally:
+            await episode.close()
+    return None
+
+
+async def one_episode(pool: EnvPool, scenario, plan, calls: int, stats: dict) -> None:
+    name, args, baseline, reader = plan
+    started = time.perf_counter()
+    episode = await pool.open_episode(scenario)
+    stats["open"].append(time.perf_counter() - started)
+    stats["placement"][episode.worker.index] = stats["placement"].get(episode.worker.index, 0) + 1
+    try:
+        result = await episode.call_tool(name, args)
+        stats["calls"] += 1
+        stats["failures"] += result.is_error
+        for _ in range(calls - 1):
+            r = await episode.call_tool(reader, {})
+            stats["calls"] += 1
+            stats["failures"] += r.is_error
+        sig = await asyncio.to_thread(signature, episode)
+        if result.is_error and sig:
+            stats["failed_but_changed"] += 1
+        elif not result.is_error and sig != baseline:
+            stats["leaks"] += 1
+    finally:
+        await episode.close()
+
+
+async def run_pool(scenarios, episodes: int, workers: int, calls: int, concurrency: int) -> dict:
+    stats = {"open": [], "calls": 0, "failures": 0, "failed_but_changed": 0, "leaks": 0, "placement": {}}
+    peak = 0.0
+    async with EnvPool(workers=workers) as pool:
+        plans = {}
+        for s in scenarios:  # each scenario loaded, its write chosen and measured alone, before the clock starts
+            chosen = await choose_write(pool, s)
+            if chosen is not None:
+                plans[s.key] = (*chosen, read_call(s))
+        scenarios = [s for s in scenarios if s.key in plans]
+        stats["scenarios"] = [s.key for s in scenarios]
+        gate = asyncio.Semaphore(concurrency)
+        done = asyncio.Event()
+
+        async def sample_rss():
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, rss_total_mb(os.getpid()))
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample_rss())
+
+        async def guarded(i):
+            async with gate:
+                scenario = scenarios[i % len(scenarios)]
+                await one_episode(pool, scenario, plans[scenario.key], calls, stats)
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(guarded(i) for i in range(episodes)), return_exceptions=True)
+        wall = time.perf_counter() - started
+        done.set()
+        await sampler
+        stats["errors"] = [repr(r) for r in results if isinstance(r, BaseException)][:5]
+        stats["episode_errors"] = sum(isinstance(r, BaseException) for r in results)
+    stats.update(wall=wall, peak_rss_mb=peak)
+    return stats
+
+
+async def run_naive(scenario, plan, episodes: int, calls: int, work: Path) -> dict:
+    """One `awm env serve` subprocess per episode (the reference's design), a persistent MCP session each."""
+    opens, ncalls = [], 0
+    started = time.perf_counter()
+    peak = 0.0
+    for i in range(episodes):
+        t = time.perf_counter()
+        episode = await McpEpisode.start(scenario.key, work / f"naive{i}")
+        opens.append(time.perf_counter() - t)
+        peak = max(peak, rss_total_mb(episode.server.proc.pid))  # the episode's own server process tree
+        try:
+            name, args, _baseline, reader = plan
+            await episode.call_tool(name, args)
+            ncalls += 1
+            for _ in range(calls - 1):
+                await episode.call_tool(reader, {})
+                ncalls += 1
+        finally:
+            await episode.close()
+    return {"open": opens, "calls": ncalls, "wall": time.perf_counter() - started, "peak_rss_mb": peak}
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--episodes", type=int, default=1024)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--concurrency", type=int, default=1024, help="episodes open at once")
+    parser.add_argument("--naive", type=int, default=8, help="episodes through the naive design (0: skip)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    dirs = [sample_envs_dir()]
+    real = ROOT.parent / "shared" / "data" / "awm-real"
+    if (real / "gen_envs.jsonl").is_file():
+        dirs.append(real)
+    catalog = Catalog.load(dirs)
+    scenarios = [s for s in catalog if read_call(s)]
+    protections = host.protections()
+    pool_stats = asyncio.run(run_pool(scenarios, args.episodes, args.workers, args.calls, args.concurrency))
+    naive = None
+    if args.naive:
+        import tempfile
+
+        first = catalog.get(pool_stats["scenarios"][0])
+
+        async def naive_run(tmp):
+            async with EnvPool(workers=1) as probe:
+                plan = (*await choose_write(probe, first), read_call(first))
+            return await run_naive(first, plan, args.naive, args.calls, Path(tmp))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            naive = asyncio.run(naive_run(tmp))
+    rate = pool_stats["calls"] / pool_stats["wall"]
+    report = {
+        "episodes": args.episodes, "scenarios": pool_stats["scenarios"], "workers": args.workers,
+        "sandbox": {k: v for k, v in protections.to_dict().items() if k != "off"}, "sandbox_off": protections.off,
+        "peak_rss_mb": round(pool_stats["peak_rss_mb"], 1), "open_p50_ms": round(pct(pool_stats["open"], 0.5), 2),
+        "open_p99_ms": round(pct(pool_stats["open"], 0.99), 2), "calls": pool_stats["calls"],
+        "calls_per_s": round(rate, 1), "wall_s": round(pool_stats["wall"], 2), "failures": pool_stats["failures"],
+        "episode_errors": pool_stats["episode_errors"], "errors": pool_stats["errors"],
+        "cross_episode_leaks_or_lost_writes": pool_stats["leaks"],
+        "failed_but_changed": pool_stats["failed_but_changed"], "placement": pool_stats["placement"],
+    }
+    if naive:
+        naive_rate = naive["calls"] / naive["wall"]
+        report["naive"] = {"episodes": args.naive, "open_p50_ms": round(pct(naive["open"], 0.5), 1),
+                           "calls_per_s": round(naive_rate, 2), "peak_rss_mb": round(naive["peak_rss_mb"], 1),
+                           "extrapolated_rss_mb_for_all_episodes (one server each, not measured)":
+                               round(naive["peak_rss_mb"] * args.episodes, 0),
+                           "extrapolated_wall_s_for_all_episodes (sequential, not measured)":
+                               round(naive["wall"] / args.naive * args.episodes, 0)}
+        report["ratios"] = {"open_p50 naive/pool": round(pct(naive["open"], 0.5) / pct(pool_stats["open"], 0.5), 1),
+                            "calls_per_s pool/naive": round(rate / naive_rate, 1)}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for key, value in report.items():
+        print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()
