@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ from awm_engine.sandbox.launcher import (
 )
 
 KILL_GRACE = 5.0
+QUEUE_ALLOWANCE = 120.0  # a call may wait this long inside its worker behind others before the worker is presumed hung
+MAX_INFLIGHT = 64  # calls in flight per worker; more wait in the pool (back-pressure)
+MAX_LOADED = 64  # scenario modules per worker; the least recently used are unloaded beyond this
 LOAD_TIMEOUT = 60.0  # a scenario whose code does not finish importing by then is broken (its worker replaced)
 OP_DEADLINES = {"load": LOAD_TIMEOUT, "open": 60.0, "reset": 60.0, "close": 15.0, "list_tools": 30.0, "ping": 10.0}
 
@@ -57,6 +61,8 @@ class WorkerProcess:
         self.proc: subprocess.Popen | None = None
         self.sandbox: Sandbox | None = None
         self.opening = 0  # episodes being opened here (counted by placement before they exist)
+        self.inflight: asyncio.Semaphore | None = None  # bounded calls in flight: back-pressure, not timeouts
+        self.last_used: dict[str, float] = {}  # scenario -> when an episode of it was last opened here
         self.pending: dict[int, asyncio.Future] = {}
         self.ids = itertools.count(1)
         self.loaded: dict[str, dict[str, Any]] = {}
@@ -211,8 +217,11 @@ class PoolEpisode:
         await self.pool._ensure_attached(self)
         generation = self.worker.generation
         try:
-            data = await self.worker.request("call", wait=timeout + KILL_GRACE, episode=self.id, tool=name,
-                                             arguments=arguments or {}, timeout=timeout)
+            async with self.worker.inflight:  # waiting here is back-pressure: no clock runs yet
+                # the worker's own clock starts when the handler does; this one only guards a dead worker
+                data = await self.worker.request("call", wait=None if timeout is None else timeout + KILL_GRACE
+                                                 + QUEUE_ALLOWANCE, episode=self.id, tool=name,
+                                                 arguments=arguments or {}, timeout=timeout)
         except (asyncio.TimeoutError, TimeoutError):
             await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s (the environment worker "
@@ -279,7 +288,7 @@ class EnvPool:
     def __init__(self, workers: int | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
                  log_path: Path | str | None = None, schema_check: str = "reference",
-                 load_timeout: float | None = None):
+                 load_timeout: float | None = None, max_inflight: int = MAX_INFLIGHT, max_loaded: int = MAX_LOADED):
         self.n_workers = workers or max(1, min(os.cpu_count() or 1, 8))
         self.call_timeout = call_timeout
         self.schema_check = check_schema_check(schema_check)
@@ -288,6 +297,10 @@ class EnvPool:
         self.templates = templates or TemplateCache()
         self.log_path = Path(log_path) if log_path else None
         self.load_timeout = load_timeout or float(os.environ.get("AWM_LOAD_TIMEOUT") or LOAD_TIMEOUT)
+        self.max_inflight = max_inflight
+        self.max_loaded = max_loaded
+        self._ready: dict[tuple[str, str], list[PoolEpisode]] = {}  # prefetched episodes, per (scenario, check)
+        self._prefetching: set[asyncio.Task] = set()
         self.broken: dict[str, str] = {}  # scenario -> why it cannot be loaded (remembered: later opens fail fast)
         self.workers: list[WorkerProcess] = []
         self.episodes: dict[str, PoolEpisode] = {}
@@ -309,12 +322,17 @@ class EnvPool:
         for i in range(self.n_workers):
             log = self.log_path if (self.log_path and self.n_workers == 1) else self.workdir / f"worker-{i}.log"
             worker = WorkerProcess(i, log, self.workdir / f"w{i}")
+            worker.inflight = asyncio.Semaphore(self.max_inflight)
             await worker.start()
             self.workers.append(worker)
 
     async def close(self) -> None:
-        for task in self._refreshing.values():
+        for task in [*self._refreshing.values(), *self._prefetching]:
             task.cancel()
+        for ready in self._ready.values():
+            for episode in ready:
+                episode.info.run_dir = episode.info.live_dir  # never handed out: nothing to move
+        self._ready.clear()
         for episode in list(self.episodes.values()):
             await episode.close()
         await asyncio.gather(*(w.stop() for w in self.workers))
@@ -359,6 +377,8 @@ class EnvPool:
         lock = worker.load_locks.setdefault(scenario.key, asyncio.Lock())
         async with lock:
             loaded = worker.loaded.get(scenario.key)
+            if loaded is None:
+                await self._make_room(worker, scenario.key)
             if loaded is None or loaded.get("template_built_at") != built_at:
                 code = scenario.code
                 if code is None:
@@ -385,6 +405,20 @@ class EnvPool:
                     raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
         return worker.loaded[scenario.key]
 
+    async def _make_room(self, worker: WorkerProcess, keep: str) -> None:
+        """Unload least recently used scenarios (with no open episode here) beyond ``max_loaded``."""
+        busy = {e.scenario.key for e in self.episodes.values() if e.worker is worker}
+        idle = sorted((k for k in worker.loaded if k not in busy and k != keep),
+                      key=lambda k: worker.last_used.get(k, 0.0))
+        while len(worker.loaded) >= self.max_loaded and idle:
+            victim = idle.pop(0)
+            worker.loaded.pop(victim, None)
+            worker.last_used.pop(victim, None)
+            try:
+                await worker.request("unload", scenario=victim)
+            except (WorkerError, asyncio.TimeoutError, TimeoutError):
+                pass
+
     async def load(self, scenario: Scenario) -> dict[str, Any]:
         """Load a scenario on one worker (e.g. to list its tools); raises EnvLoadError for broken code."""
         return await self._load(self._pick(scenario), scenario)
@@ -403,6 +437,16 @@ class EnvPool:
         if task_idx is not None:
             scenario.task(task_idx)  # IndexError for a task that does not exist
         schema_check = self.schema_check if schema_check is None else check_schema_check(schema_check)
+        ready = self._ready.get((scenario.key, schema_check))
+        while ready and not attach:  # a prefetched episode: handed out at once
+            episode = ready.pop()
+            if episode.closed:
+                continue
+            if run_dir is not None:
+                episode.info.run_dir = Path(run_dir)
+            episode.task_idx = task_idx
+            self.episodes[episode.id] = episode
+            return episode
         worker = self._pick(scenario)
         worker.opening += 1
         try:
@@ -432,8 +476,32 @@ class EnvPool:
         episode.task_idx = task_idx
         episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
         worker.episodes.add(episode_id)
+        worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode
         return episode
+
+    def prefetch(self, scenario: Scenario, count: int, schema_check: str | None = None) -> asyncio.Task:
+        """Open ``count`` episodes of ``scenario`` ahead, in the background; ``open_episode`` then hands them
+        out at once (the RL loop prefetches the next batch while the current one runs). Returns the task."""
+        check = self.schema_check if schema_check is None else check_schema_check(schema_check)
+
+        async def fill() -> None:
+            opened = await asyncio.gather(*(self.open_episode(scenario, schema_check=check) for _ in range(count)),
+                                          return_exceptions=True)
+            ready = self._ready.setdefault((scenario.key, check), [])
+            for episode in opened:
+                if isinstance(episode, PoolEpisode):
+                    self.episodes.pop(episode.id, None)  # not in use until handed out
+                    ready.append(episode)
+
+        task = asyncio.create_task(fill())
+        self._prefetching.add(task)
+        task.add_done_callback(self._prefetching.discard)
+        return task
+
+    def ready_count(self, scenario: Scenario, schema_check: str | None = None) -> int:
+        check = self.schema_check if schema_check is None else check_schema_check(schema_check)
+        return len(self._ready.get((scenario.key, check), []))
 
     async def _restart(self, worker: WorkerProcess, generation: int | None = None) -> None:
         """Kill and start ``worker`` again, unless someone already did since ``generation``."""

@@ -10,7 +10,7 @@ import json
 import traceback
 from typing import Any
 
-OPS = ("ping", "load", "open", "call", "list_tools", "reset", "close", "shutdown")
+OPS = ("ping", "load", "unload", "open", "call", "list_tools", "reset", "close", "shutdown")
 LINE_LIMIT = 1 << 26  # the largest line either side reads (a tool answer can be large)
 
 

@@ -57,6 +57,13 @@ class WorkerState:
             env = self.envs[key]
             return {"tools": env.mcp_tools(), "shared": env.shared, "fit_reasons": env.fit.reasons,
                     "methods": {t.name: t.method for t in env.tools}, "template_built_at": env.template_built_at}
+        if op == "unload":  # the pool keeps only so many scenario modules per worker (least recently used go)
+            key = msg["scenario"]
+            env = self.envs.pop(key, None)
+            if env is not None:
+                self.retired.append(env)
+                self._close_retired()
+            return {"unloaded": env is not None}
         if op == "open":
             env = self.envs[msg["scenario"]]
             episode = await loop.run_in_executor(None, lambda: Episode(env, msg["run_dir"], msg["episode"],
