@@ -29,7 +29,11 @@ def register(verbs) -> None:
     run.add_argument("--policy", choices=["llm", "oracle", "immediate"], default="llm")
     run.add_argument("-k", type=int, default=1, help="samples per task")
     run.add_argument("--concurrency", type=int, default=8, help="rollouts in flight")
-    run.add_argument("--workers", type=int, default=None, help="environment worker processes (default: CPUs)")
+    run.add_argument("--workers", type=int, default=None,
+                     help="environment worker processes (default: CPUs); with --executor ray: actors")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="local: workers on this machine; ray: environment workers as Ray actors")
+    run.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: a running cluster (default: local)")
     run.add_argument("--pass-threshold", type=float, default=0.5)
     add_agent_args(run)
     where = run.add_mutually_exclusive_group(required=True)
@@ -73,7 +77,8 @@ def _config_from_args(args) -> tuple[EvalConfig, Endpoint | None, Endpoint | Non
     config = EvalConfig(data_dirs=data_dirs, scenarios=args.scenario, tasks=args.task, policy=args.policy,
                         endpoint=_endpoint_record(endpoint), k=args.k, concurrency=args.concurrency,
                         workers=args.workers, verify=args.verify, judge=judge.public() if judge else None,
-                        agent=agent.to_dict(), pass_threshold=args.pass_threshold)
+                        agent=agent.to_dict(), pass_threshold=args.pass_threshold, executor=args.executor,
+                        ray_address=args.ray_address)
     return config, endpoint, judge
 
 

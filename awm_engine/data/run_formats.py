@@ -178,6 +178,8 @@ class EvalConfig:
     agent: dict[str, Any] = field(default_factory=dict)  # AgentConfig.to_dict(); empty: the defaults
     rewards: dict[str, float] = field(default_factory=dict)  # RewardConfig.to_dict(); empty: the defaults
     pass_threshold: float = 0.5
+    executor: str = "local"  # local (worker processes here) | ray (environment workers as Ray actors)
+    ray_address: str | None = None  # a running cluster's address (None: start or join a local Ray)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
 
     def to_dict(self) -> dict[str, Any]:

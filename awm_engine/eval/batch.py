@@ -163,6 +163,20 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
         lock.close()
 
 
+EXECUTORS = ("local", "ray")
+
+
+def make_pool(config: EvalConfig):
+    """Where the run's environments live: worker processes on this machine, or Ray actors on a cluster."""
+    if config.executor == "ray":
+        from awm_engine.runtime.ray_pool import RayEnvPool
+
+        return RayEnvPool(config.data_dirs, actors=config.workers, address=config.ray_address)
+    if config.executor not in EXECUTORS:
+        raise PolicyError(f"unknown executor {config.executor!r} (choose from {', '.join(EXECUTORS)})", "config")
+    return EnvPool(workers=config.workers)
+
+
 class RunLocked(Exception):
     """Another process is writing this run directory."""
 
@@ -213,7 +227,7 @@ async def _run_locked(config: EvalConfig, out: Path, endpoint, judge, resume, on
     writer = ResultsWriter(results)
     semaphore = asyncio.Semaphore(max(1, config.concurrency))
     last_meta = 0.0
-    pool = EnvPool(workers=config.workers)
+    pool = make_pool(config)
     await pool.start()
 
     async def one(scenario_key: str, task_id: int, sample: int) -> None:

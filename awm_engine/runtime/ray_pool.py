@@ -1,0 +1,226 @@
+"""Environment workers as Ray actors, for when one machine is not enough (``--executor ray``).
+
+Each actor hosts a local ``EnvPool`` — sandboxed worker processes on its node, many episodes each, as on
+one machine — and ``RayEnvPool`` places episodes on the least-loaded actor. A ``RayEpisode`` implements
+the episode interface (``runtime.episode.EpisodeHandle``): tool calls go to its actor; when it closes, its
+``initial.db`` and ``final.db`` come back to the caller's run directory, so rollouts, verification,
+results and resume work exactly as with the local executor. Ray is an optional dependency
+(``pip install 'awm[ray]'``); the data directories must be readable at the same paths on every node.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from awm_engine.data.catalog import Scenario
+from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult
+
+
+def require_ray():
+    try:
+        import ray
+    except ImportError:
+        raise EnvLoadError("the ray executor needs Ray: pip install 'awm[ray]' (or make setup-ray)") from None
+    return ray
+
+
+class PoolActor:
+    """Runs inside a Ray worker process: a local pool and the episodes it hosts (awm's own code; the
+    environment code runs in the pool's sandboxed workers)."""
+
+    def __init__(self, data_dirs: list[str], workers: int, call_timeout: float, schema_check: str):
+        from awm_engine.data.catalog import Catalog
+        from awm_engine.sandbox.host import harden_parent
+
+        harden_parent()
+        self.catalog = Catalog.load(data_dirs or None)
+        self.settings = (workers, call_timeout, schema_check)
+        self.pool = None
+        self.episodes: dict[str, Any] = {}
+
+    async def _ready(self):
+        if self.pool is None:
+            from awm_engine.runtime.pool import EnvPool
+
+            workers, call_timeout, schema_check = self.settings
+            self.pool = EnvPool(workers=workers, call_timeout=call_timeout, schema_check=schema_check)
+            await self.pool.start()
+        return self.pool
+
+    async def open(self, key: str, task_idx: int | None, schema_check: str | None) -> dict[str, Any]:
+        pool = await self._ready()
+        try:
+            episode = await pool.open_episode(self.catalog.get(key), task_idx=task_idx, schema_check=schema_check)
+        except (EnvLoadError, KeyError, IndexError) as exc:
+            return {"error": str(exc.args[0] if isinstance(exc, KeyError) else exc)}
+        self.episodes[episode.id] = episode
+        return {"id": episode.id, "tools": episode.list_tools(), "shared": episode.shared,
+                "methods": episode.methods, "template": episode.template, "schema_check": episode.schema_check}
+
+    async def call(self, episode_id: str, name: str, arguments: dict, timeout: float | None) -> dict[str, Any]:
+        episode = self.episodes.get(episode_id)
+        if episode is None:
+            return ToolResult(f"Episode {episode_id} is closed", True, error_kind="internal").to_dict()
+        return (await episode.call_tool(name, arguments, timeout)).to_dict()
+
+    async def reset(self, episode_id: str) -> None:
+        await self.episodes[episode_id].reset()
+
+    async def snapshot(self, episode_id: str) -> bytes:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            return self.episodes[episode_id].snapshot(Path(tmp) / "snap.db").read_bytes()
+
+    async def close(self, episode_id: str) -> dict[str, bytes]:
+        episode = self.episodes.pop(episode_id, None)
+        if episode is None:
+            return {}
+        await episode.close()  # the databases land in the episode's own directory on this node
+        out = {}
+        for name in ("initial.db", "final.db"):
+            path = episode.run_dir / name
+            if path.exists():
+                out[name] = path.read_bytes()
+                path.unlink()
+        return out
+
+    def load(self) -> int:
+        return len(self.episodes)
+
+    async def stop(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+
+
+class RayEpisode:
+    """An episode hosted by a ``PoolActor`` (implements ``runtime.episode.EpisodeHandle``)."""
+
+    def __init__(self, pool: "RayEnvPool", actor, actor_index: int, scenario: Scenario, run_dir: Path,
+                 info: dict[str, Any], task_idx: int | None):
+        self.pool = pool
+        self.actor = actor
+        self.actor_index = actor_index
+        self.scenario = scenario
+        self.id = info["id"]
+        self.run_dir = run_dir
+        self.tools = info["tools"]
+        self.shared = info["shared"]
+        self.methods = info["methods"]
+        self.template = info.get("template")
+        self.schema_check = info.get("schema_check")
+        self.task_idx = task_idx
+        self.closed = False
+
+    @property
+    def initial_db(self) -> Path:
+        return self.run_dir / "initial.db"  # filled in when the episode closes
+
+    @property
+    def final_db(self) -> Path:
+        return self.run_dir / "final.db"
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return self.tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
+                        timeout: float | None = None) -> ToolResult:
+        if self.closed:
+            return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
+        try:
+            data = await self.actor.call.remote(self.id, name, arguments or {}, timeout)
+        except Exception as exc:  # noqa: BLE001 - the actor or its node failed: this episode's call fails
+            return ToolResult(f"Error calling {name}: {type(exc).__name__}: {exc}", True, error_kind="internal")
+        return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})
+
+    async def reset(self) -> None:
+        await self.actor.reset.remote(self.id)
+
+    def snapshot(self, dest: Path | str) -> Path:
+        ray = require_ray()
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(ray.get(self.actor.snapshot.remote(self.id)))
+        return dest
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.pool.loads[self.actor_index] -= 1
+        try:
+            files = await self.actor.close.remote(self.id)
+        except Exception:  # noqa: BLE001 - a lost actor: the databases are gone with it
+            files = {}
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            await asyncio.to_thread((self.run_dir / name).write_bytes, content)
+
+
+class RayEnvPool:
+    """``EnvPool``'s interface over Ray actors: ``async with RayEnvPool(data_dirs, actors=4) as pool``."""
+
+    def __init__(self, data_dirs: list[str], actors: int | None = None, workers_per_actor: int = 1,
+                 address: str | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+                 schema_check: str = "reference", workdir: Path | str | None = None):
+        self.data_dirs = [str(d) for d in data_dirs]
+        self.n_actors = actors
+        self.workers_per_actor = workers_per_actor
+        self.address = address
+        self.call_timeout = call_timeout
+        self.schema_check = schema_check
+        self.workdir = Path(workdir) if workdir else None
+        self.actors: list[Any] = []
+        self.loads: list[int] = []
+        self._started_ray = False
+
+    async def __aenter__(self) -> "RayEnvPool":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        ray = require_ray()
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if self.address:
+                kwargs["address"] = self.address
+            await asyncio.to_thread(ray.init, **kwargs)
+            self._started_ray = True
+        count = self.n_actors or max(1, int(ray.cluster_resources().get("CPU", 1)) // max(1, self.workers_per_actor))
+        remote = ray.remote(num_cpus=0)(PoolActor)
+        self.actors = [remote.remote(self.data_dirs, self.workers_per_actor, self.call_timeout, self.schema_check)
+                       for _ in range(count)]
+        self.loads = [0] * count
+
+    async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
+                           episode_id: str | None = None, task_idx: int | None = None,
+                           attach: bool = False, schema_check: str | None = None) -> RayEpisode:
+        if attach:
+            raise EnvLoadError("the ray executor cannot continue an episode from existing databases", scenario.key)
+        index = min(range(len(self.actors)), key=lambda i: self.loads[i])
+        self.loads[index] += 1
+        try:
+            info = await self.actors[index].open.remote(scenario.key, task_idx, schema_check or self.schema_check)
+        except Exception as exc:  # noqa: BLE001
+            self.loads[index] -= 1
+            raise EnvLoadError(f"{scenario.key}: the ray actor failed: {exc}", scenario.key) from None
+        if "error" in info:
+            self.loads[index] -= 1
+            raise EnvLoadError(info["error"], scenario.key)
+        run_dir = Path(run_dir) if run_dir else Path(self.workdir or ".") / "episodes" / info["id"]
+        return RayEpisode(self, self.actors[index], index, scenario, run_dir, info, task_idx)
+
+    async def close(self) -> None:
+        ray = require_ray()
+        if self.actors:
+            await asyncio.gather(*(a.stop.remote() for a in self.actors), return_exceptions=True)
+            for actor in self.actors:
+                ray.kill(actor)
+            self.actors = []
+        if self._started_ray:
+            await asyncio.to_thread(ray.shutdown)
+            self._started_ray = False
