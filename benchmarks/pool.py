@@ -58,10 +58,11 @@ def candidate_writes(scenario):
         for call in solution.get("calls") or []:
             if not str(call.get("tool", "")).startswith(("list_", "get_", "search_")):
                 yield call["tool"], call.get("arguments") or {}
+    placeholders = {"str": "awm-bench", "int": 1, "float": 1.0, "bool": True, "list": [], "dict": {}}
     for tool in scenario.tools():
         required = [p for p in tool.params if p.required]
-        if tool.method == "POST" and required and all(p.type == "str" for p in required):
-            yield tool.name, {p.name: "awm-bench" for p in required}
+        if tool.method in ("POST", "PUT", "PATCH"):
+            yield tool.name, {p.name: placeholders.get(str(p.type).split("[")[0], "awm-bench") for p in required}
 
 
 def read_call(scenario) -> str | None:
@@ -71,55 +72,42 @@ def read_call(scenario) -> str | None:
     return None
 
 
-def signature(episode) -> tuple:
-    """What the episode changed: per table, rows inserted, deleted and updated."""
-    diff = diff_databases(episode.initial_db, episode.final_db)
+def signature_of(run_dir: Path) -> tuple:
+    """What an episode changed (its databases, once closed): per table, rows inserted, deleted, updated."""
+    diff = diff_databases(run_dir / "initial.db", run_dir / "final.db")
     return tuple(sorted((t.table, len(t.inserted), len(t.deleted), len(t.updated)) for t in diff.tables))
 
 
 async def choose_write(pool: EnvPool, scenario):
     """The first candidate write that succeeds alone, with what it changes (the baseline every episode of the
     benchmark must reproduce exactly: more is another episode's write leaking in, less is a lost write)."""
+    import tempfile
+
     for name, args in candidate_writes(scenario):
-        episode = await pool.open_episode(scenario)
-        try:
+        with tempfile.TemporaryDirectory() as tmp:
+            episode = await pool.open_episode(scenario, run_dir=Path(tmp))
             result = await episode.call_tool(name, args)
-            if not result.is_error:
-                sig = signature(episode)
-                if sig:
-                    return name, args, sig
-        finally:
             await episode.close()
+            if not result.is_error and (sig := signature_of(Path(tmp))):
+                return name, args, sig
     return None
 
 
-async def one_episode(pool: EnvPool, scenario, plan, calls: int, stats: dict) -> None:
-    name, args, baseline, reader = plan
-    started = time.perf_counter()
-    episode = await pool.open_episode(scenario)
-    stats["open"].append(time.perf_counter() - started)
-    stats["placement"][episode.worker.index] = stats["placement"].get(episode.worker.index, 0) + 1
-    try:
-        result = await episode.call_tool(name, args)
-        stats["calls"] += 1
-        stats["failures"] += result.is_error
-        for _ in range(calls - 1):
-            r = await episode.call_tool(reader, {})
-            stats["calls"] += 1
-            stats["failures"] += r.is_error
-        sig = await asyncio.to_thread(signature, episode)
-        if result.is_error and sig:
-            stats["failed_but_changed"] += 1
-        elif not result.is_error and sig != baseline:
-            stats["leaks"] += 1
-    finally:
-        await episode.close()
-
-
-async def run_pool(scenarios, episodes: int, workers: int, calls: int, concurrency: int) -> dict:
-    stats = {"open": [], "calls": 0, "failures": 0, "failed_but_changed": 0, "leaks": 0, "placement": {}}
+async def run_pool(scenarios, episodes: int, workers: int, calls: int, executor: str, address: str | None) -> dict:
+    """Phase 1: prefetch every episode (what an RL loop does for its next batch while the current one runs);
+    phase 2: hand them out — the open latency an agent sees; phase 3: every episode makes its calls at once
+    (calls per second); phase 4: check each episode's changes, close. A cold burst of opens without prefetch
+    is measured too."""
+    stats = {"open": [], "cold_open": [], "calls": 0, "failures": 0, "failed_but_changed": 0, "leaks": 0,
+             "placement": {}}
     peak = 0.0
-    async with EnvPool(workers=workers) as pool:
+    if executor == "ray":
+        from awm_engine.runtime.ray_pool import RayEnvPool
+
+        pool_cm = RayEnvPool([str(d) for d in {s.data_dir for s in scenarios}], actors=workers)
+    else:
+        pool_cm = EnvPool(workers=workers)
+    async with pool_cm as pool:
         plans = {}
         for s in scenarios:  # each scenario loaded, its write chosen and measured alone, before the clock starts
             chosen = await choose_write(pool, s)
@@ -127,7 +115,6 @@ async def run_pool(scenarios, episodes: int, workers: int, calls: int, concurren
                 plans[s.key] = (*chosen, read_call(s))
         scenarios = [s for s in scenarios if s.key in plans]
         stats["scenarios"] = [s.key for s in scenarios]
-        gate = asyncio.Semaphore(concurrency)
         done = asyncio.Event()
 
         async def sample_rss():
@@ -137,20 +124,65 @@ async def run_pool(scenarios, episodes: int, workers: int, calls: int, concurren
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_rss())
+        assigned = [scenarios[i % len(scenarios)] for i in range(episodes)]
+        # a cold burst (no prefetch), 64 episodes, for comparison
+        cold = []
 
-        async def guarded(i):
-            async with gate:
-                scenario = scenarios[i % len(scenarios)]
-                await one_episode(pool, scenario, plans[scenario.key], calls, stats)
+        async def cold_open(s):
+            t = time.perf_counter()
+            e = await pool.open_episode(s)
+            stats["cold_open"].append(time.perf_counter() - t)
+            cold.append(e)
+
+        await asyncio.gather(*(cold_open(s) for s in assigned[:64]))
+        await asyncio.gather(*(e.close() for e in cold))
+        if hasattr(pool, "prefetch"):
+            started = time.perf_counter()
+            for s in scenarios:
+                await pool.prefetch(s, sum(1 for a in assigned if a is s))
+            stats["prefetch_s"] = time.perf_counter() - started
+        opened = []
+        for s in assigned:
+            t = time.perf_counter()
+            opened.append(await pool.open_episode(s))
+            stats["open"].append(time.perf_counter() - t)
+        for e in opened:
+            index = getattr(getattr(e, "worker", None), "index", getattr(e, "actor_index", 0))
+            stats["placement"][index] = stats["placement"].get(index, 0) + 1
+
+        async def act(episode, plan):
+            name, args, baseline, reader = plan
+            result = await episode.call_tool(name, args)
+            stats["calls"] += 1
+            stats["failures"] += result.is_error
+            for _ in range(calls - 1):
+                r = await episode.call_tool(reader, {})
+                stats["calls"] += 1
+                stats["failures"] += r.is_error
+            return result
 
         started = time.perf_counter()
-        results = await asyncio.gather(*(guarded(i) for i in range(episodes)), return_exceptions=True)
-        wall = time.perf_counter() - started
+        results = await asyncio.gather(*(act(e, plans[e.scenario.key]) for e in opened), return_exceptions=True)
+        stats["call_wall"] = time.perf_counter() - started
+        stats["episode_errors"] = sum(isinstance(r, BaseException) for r in results)
+        stats["errors"] = [repr(r) for r in results if isinstance(r, BaseException)][:5]
         done.set()
         await sampler
-        stats["errors"] = [repr(r) for r in results if isinstance(r, BaseException)][:5]
-        stats["episode_errors"] = sum(isinstance(r, BaseException) for r in results)
-    stats.update(wall=wall, peak_rss_mb=peak)
+
+        async def check(episode, result):
+            baseline = plans[episode.scenario.key][2]
+            await episode.close()
+            sig = await asyncio.to_thread(signature_of, episode.run_dir)
+            if isinstance(result, BaseException):
+                return
+            if result.is_error and sig:
+                stats["failed_but_changed"] += 1
+            elif not result.is_error and sig != baseline:
+                stats["leaks"] += 1
+
+        for i in range(0, len(opened), 64):
+            await asyncio.gather(*(check(e, r) for e, r in zip(opened[i:i + 64], results[i:i + 64])))
+    stats.update(peak_rss_mb=peak)
     return stats
 
 
@@ -186,7 +218,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=1024)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--calls", type=int, default=10)
-    parser.add_argument("--concurrency", type=int, default=1024, help="episodes open at once")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local")
+    parser.add_argument("--ray-address", default=None)
     parser.add_argument("--naive", type=int, default=8, help="episodes through the naive design (0: skip)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -197,7 +230,8 @@ def main() -> None:
     catalog = Catalog.load(dirs)
     scenarios = [s for s in catalog if read_call(s)]
     protections = host.protections()
-    pool_stats = asyncio.run(run_pool(scenarios, args.episodes, args.workers, args.calls, args.concurrency))
+    pool_stats = asyncio.run(run_pool(scenarios, args.episodes, args.workers, args.calls, args.executor,
+                                      args.ray_address))
     naive = None
     if args.naive:
         import tempfile
@@ -211,13 +245,19 @@ def main() -> None:
 
         with tempfile.TemporaryDirectory() as tmp:
             naive = asyncio.run(naive_run(tmp))
-    rate = pool_stats["calls"] / pool_stats["wall"]
+    rate = pool_stats["calls"] / pool_stats["call_wall"]
     report = {
         "episodes": args.episodes, "scenarios": pool_stats["scenarios"], "workers": args.workers,
         "sandbox": {k: v for k, v in protections.to_dict().items() if k != "off"}, "sandbox_off": protections.off,
-        "peak_rss_mb": round(pool_stats["peak_rss_mb"], 1), "open_p50_ms": round(pct(pool_stats["open"], 0.5), 2),
-        "open_p99_ms": round(pct(pool_stats["open"], 0.99), 2), "calls": pool_stats["calls"],
-        "calls_per_s": round(rate, 1), "wall_s": round(pool_stats["wall"], 2), "failures": pool_stats["failures"],
+        "executor": args.executor,
+        "peak_rss_mb (all processes)": round(pool_stats["peak_rss_mb"], 1),
+        "prefetch_s (opening the whole batch ahead)": round(pool_stats.get("prefetch_s", float("nan")), 2),
+        "open_p50_ms (prefetched)": round(pct(pool_stats["open"], 0.5), 3),
+        "open_p99_ms (prefetched)": round(pct(pool_stats["open"], 0.99), 3),
+        "cold_burst_open_p50_ms (64 at once, no prefetch)": round(pct(pool_stats["cold_open"], 0.5), 1),
+        "cold_burst_open_p99_ms (64 at once, no prefetch)": round(pct(pool_stats["cold_open"], 0.99), 1),
+        "calls": pool_stats["calls"], "calls_per_s (all episodes calling at once)": round(rate, 1),
+        "call_phase_s": round(pool_stats["call_wall"], 2), "failures": pool_stats["failures"],
         "episode_errors": pool_stats["episode_errors"], "errors": pool_stats["errors"],
         "cross_episode_leaks_or_lost_writes": pool_stats["leaks"],
         "failed_but_changed": pool_stats["failed_but_changed"], "placement": pool_stats["placement"],
@@ -230,7 +270,10 @@ def main() -> None:
                                round(naive["peak_rss_mb"] * args.episodes, 0),
                            "extrapolated_wall_s_for_all_episodes (sequential, not measured)":
                                round(naive["wall"] / args.naive * args.episodes, 0)}
-        report["ratios"] = {"open_p50 naive/pool": round(pct(naive["open"], 0.5) / pct(pool_stats["open"], 0.5), 1),
+        report["ratios"] = {"open_p50 naive/pool (prefetched)":
+                            round(pct(naive["open"], 0.5) / pct(pool_stats["open"], 0.5), 0),
+                            "open_p50 naive/pool (cold burst)":
+                            round(pct(naive["open"], 0.5) / pct(pool_stats["cold_open"], 0.5), 1),
                             "calls_per_s pool/naive": round(rate / naive_rate, 1)}
     if args.json:
         print(json.dumps(report, indent=2))
