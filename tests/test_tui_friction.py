@@ -288,13 +288,21 @@ def _rollout_config(tmp_path, monkeypatch, agent_url, judge_url=None):
     monkeypatch.setenv("AWM_CONFIG", str(config))
 
 
+async def open_rollout(pilot):
+    from awm_tui.screens.rollout import RolloutScreen
+
+    await settle(pilot)
+    pilot.app.push_screen(RolloutScreen(pilot.app.catalog.get("maple_library_lending"), 3))
+    await pilot.pause()
+    return pilot.app.screen
+
+
 def _state(screen) -> str:
     return str(screen.query_one("#state").render())
 
 
 async def test_live_rollout_stop_while_starting_after_a_step_and_a_new_run(tmp_path, monkeypatch):
     from awm_engine.agent.scripted_llm import FakeLLMServer
-    from awm_tui.screens.rollout import RolloutScreen
     from awm_tui.widgets.transcript import Transcript
 
     script = {"responses": [{"content": _call("list_tools", {})}] * 6}
@@ -302,16 +310,13 @@ async def test_live_rollout_stop_while_starting_after_a_step_and_a_new_run(tmp_p
         _rollout_config(tmp_path, monkeypatch, llm.url)
         app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
         async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.push_screen(RolloutScreen(app.catalog.get("maple_library_lending"), 3))
-            await pilot.pause()
-            screen = app.screen
+            screen = await open_rollout(pilot)
             # x while the MCP server is starting: the state says stopped, and stays so
             await pilot.press("n")
             await wait_until(pilot, lambda: "starting an MCP server" in _state(screen), what="the start")
             await pilot.press("x")
             await pilot.pause(1.0)
-            await app.workers.wait_for_complete()
+            await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers), what="the stopped run")
             assert "stopped before the first step" in _state(screen) and "starting" not in _state(screen)
             assert not screen.running
             # a run, one step, then x: stopped (not paused) after that turn
@@ -323,7 +328,7 @@ async def test_live_rollout_stop_while_starting_after_a_step_and_a_new_run(tmp_p
             assert first
             await pilot.press("x")
             await pilot.pause(0.5)
-            await app.workers.wait_for_complete()
+            await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers), what="the stopped run")
             assert "stopped after turn 1" in _state(screen) and "paused" not in _state(screen)
             # the next n starts a new run on a clean transcript
             await pilot.press("n")
@@ -340,7 +345,6 @@ async def test_live_rollout_verdict_flags_judge_against_code_verifier(tmp_path, 
     import json
 
     from awm_engine.agent.scripted_llm import FakeLLMServer
-    from awm_tui.screens.rollout import RolloutScreen
 
     agent = {"responses": [{"content": "Your loan is renewed."}]}  # nothing done: the database is unchanged
     judge = {"responses": [{"content": json.dumps({"reasoning": "The assistant says it renewed the loan.",
@@ -349,10 +353,7 @@ async def test_live_rollout_verdict_flags_judge_against_code_verifier(tmp_path, 
         _rollout_config(tmp_path, monkeypatch, agent_llm.url, judge_llm.url)
         app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
         async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.push_screen(RolloutScreen(app.catalog.get("maple_library_lending"), 3))
-            await pilot.pause()
-            screen = app.screen
+            screen = await open_rollout(pilot)
             await pilot.press("r")
             await wait_until(pilot, lambda: screen.reports is not None, 60, what="the verdict")
             await pilot.pause()
@@ -375,3 +376,164 @@ def test_flags_a_judge_against_a_code_verifier_that_failed_to_run():
     said = [t.plain for t in flags({"code": failed, "judge": {"classification": "Complete"}}, 0)]
     assert any("code verifier says others but the judge says complete" in s for s in said)
     assert not flags({"code": {"label": "complete"}, "judge": {"classification": "complete"}}, 0)
+
+
+# -- readable diffs: key columns pinned, wide tables scroll, enter opens a row ------------------------
+
+LONG_TEXT = "Please deliver to the side entrance after 5 pm; the front door buzzer is broken since March."
+
+
+def wide_diff(tmp_path):
+    import sqlite3
+
+    from awm_engine.db.diff import diff_databases
+
+    before, after = tmp_path / "before.db", tmp_path / "after.db"
+    for path in (before, after):
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE order_notes (id INTEGER PRIMARY KEY, order_id INTEGER, status TEXT, "
+                     "customer_message TEXT, internal_note TEXT, assigned_to TEXT, channel TEXT, "
+                     "created_at TEXT, updated_at TEXT)")
+        conn.execute("INSERT INTO order_notes VALUES (1, 1001, 'open', 'Leave it with the concierge.', "
+                     "'Checked with the courier on Monday morning.', 'dispatch-team-north', 'email', "
+                     "'2026-03-01 09:12:44', '2026-03-01 09:12:44')")
+        if path == after:
+            conn.execute("INSERT INTO order_notes VALUES (7, 1042, 'pending', ?, 'Call the customer back before "
+                         "the courier leaves the depot.', 'customer-care-escalations', 'chat', "
+                         "'2026-03-18 16:40:02', '2026-03-18 16:40:02')", (LONG_TEXT,))
+            conn.execute("UPDATE order_notes SET status = 'resolved', updated_at = '2026-03-18 17:02:10' WHERE id = 1")
+        conn.commit()
+        conn.close()
+    return diff_databases(before, after)
+
+
+def diff_app(diff):
+    from textual.app import App
+
+    from awm_tui.widgets.verdict import SideBySide
+
+    class DiffApp(App):
+        def compose(self):
+            yield SideBySide()
+
+        def on_mount(self):
+            self.query_one(SideBySide).show(diff, {"label": "others", "reward": 0.0}, stop_reason="final_answer")
+
+    return DiffApp()
+
+
+def table_line(table, y: int) -> str:
+    return "".join(seg.text for seg in table.render_line(y))
+
+
+async def test_diff_keeps_keys_pinned_scrolls_sideways_and_opens_rows(tmp_path):
+    from textual.widgets import Static
+
+    from awm_tui.widgets.diff_view import DiffTable, RowDetail
+
+    app = diff_app(wide_diff(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(DiffTable)
+        assert [str(c.label) for c in table.columns.values()][:2] == ["", "id"] and table.fixed_columns == 2
+        header = table_line(table, 0)
+        assert "id" in header and "status" in header and "updated_at" in header  # keys, then the changed columns
+        table.focus()
+        await pilot.pause()
+        for _ in range(12):
+            await pilot.press("right")
+        await pilot.pause()
+        assert table.scroll_x > 0  # a wide table scrolls sideways …
+        table.scroll_to(x=table.max_scroll_x, animate=False)
+        await pilot.pause()
+        header = table_line(table, 0)
+        assert " id " in header and "status" not in header and "created_at" in header  # … with its key pinned
+        row = next(i for i, c in enumerate(table.changes) if c.kind == "inserted")
+        table.move_cursor(row=row)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RowDetail)
+        from rich.console import Console
+
+        console = Console(width=300, record=True)
+        console.print(app.screen.query_one("#row-detail", Static).content)
+        text = console.export_text()
+        assert "order_notes · inserted row · id=7" in text and LONG_TEXT in text and "customer-care-escalations" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        table.move_cursor(row=next(i for i, c in enumerate(table.changes) if c.kind == "updated"))
+        await pilot.press("enter")
+        await pilot.pause()
+        console = Console(width=300, record=True)
+        console.print(app.screen.query_one("#row-detail", Static).content)
+        text = console.export_text()
+        assert "status    open → resolved" in text or ("open → resolved" in text and "updated row · id=1" in text)
+        assert "2026-03-01 09:12:44 → 2026-03-18 17:02:10" in text
+
+
+def test_snapshot_readable_diff(snap_compare, tmp_path):
+    assert snap_compare(diff_app(wide_diff(tmp_path)), terminal_size=(130, 24))
+
+
+def test_snapshot_diff_row_detail(snap_compare, tmp_path):
+    async def run_before(pilot):
+        from awm_tui.widgets.diff_view import DiffTable
+
+        await pilot.pause()
+        table = pilot.app.query_one(DiffTable)
+        table.focus()
+        table.move_cursor(row=next(i for i, c in enumerate(table.changes) if c.kind == "inserted"))
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(diff_app(wide_diff(tmp_path)), terminal_size=(130, 24), run_before=run_before)
+
+
+# -- replay without --data: the run's own data directories; errors whole; never "computing…" forever -----
+
+async def test_replay_without_data_uses_the_runs_data_directories(tmp_path, monkeypatch):
+    import json
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.eval.episode import make_policy, run_episode
+    from awm_tui.screens.replay import ReplayScreen
+    from awm_tui.widgets.diff_view import DiffTable, DiffView
+
+    data = nested_env(tmp_path)
+    (data / "reference_solutions.jsonl").write_text(json.dumps(
+        {"scenario": "Nested Notes", "task_idx": 0, "calls": [{"tool": "add_note", "arguments": {"text": "hi"}}],
+         "final_answer": "Added."}) + "\n")
+    catalog = Catalog.load([str(data)])
+    scenario = catalog.get("nested_notes")
+    run = tmp_path / "run"
+    await run_episode(catalog, scenario, 0, make_policy("oracle", scenario, 0), run_dir=run)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)  # no --data: the catalog is sample_envs
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.catalog is not None
+        app.open_replay(run)
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen), what="the replay")
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.run.states, what="the intermediate states")
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert screen.query_one("#step-diff", DiffView).query(DiffTable)
+        assert "re-execution reproduces" in str(screen.query_one("#replay-state").render())
+
+    # data that is gone: the error is shown whole, and no pane stays "computing…"
+    trajectory = json.loads((run / "trajectory.json").read_text())
+    trajectory["awm"]["data_dirs"] = [str(tmp_path / "gone" / ("a-long-directory-name-" * 4))]
+    (run / "trajectory.json").write_text(json.dumps(trajectory))
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, replay=run)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen), what="the replay")
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.rebuild_error is not None, what="the failure")
+        await pilot.pause()
+        state = screen.query_one("#replay-state")
+        assert state.size.height > 1  # wrapped, not cut
+        shown = str(state.render()).replace("\n", "")
+        assert shown.endswith(screen.rebuild_error[-20:]) and "could not rebuild" in shown
+        pane = screen.query_one("#step-diff", DiffView)
+        texts = " ".join(str(s.render()) for s in pane.query("Static"))
+        assert "computing" not in texts and "could not rebuild" in texts

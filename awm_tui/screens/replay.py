@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 from textual import work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
@@ -17,7 +18,8 @@ from awm_engine.agent.replay import RunReplay
 from awm_engine.runtime.episode import is_environment_error
 
 from ..actions import bindings
-from ..widgets.verdict import SideBySide, render_diff
+from ..widgets.diff_view import DiffTable, DiffView
+from ..widgets.verdict import SideBySide
 
 
 class ReplayScreen(Screen):
@@ -28,13 +30,14 @@ class ReplayScreen(Screen):
     ReplayScreen #steps { width: 44; }
     ReplayScreen #step-detail { width: 1fr; padding: 0 1; border: round $primary-background; }
     ReplayScreen #step-diff { width: 1fr; padding: 0 1; border: round $primary-background; }
-    ReplayScreen #replay-state { height: 1; padding: 0 1; color: $text-muted; }
+    ReplayScreen #replay-state { height: auto; padding: 0 1; color: $text-muted; }
     """
 
     def __init__(self, run_dir: Path | str):
         super().__init__()
         self.run = RunReplay(run_dir)
         self.current = 0
+        self.rebuild_error: str | None = None  # why the intermediate states could not be rebuilt
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -44,7 +47,7 @@ class ReplayScreen(Screen):
                 with Horizontal():
                     yield OptionList(id="steps")
                     yield VerticalScroll(Static(id="step-text"), id="step-detail")
-                    yield VerticalScroll(Static(id="step-db"), id="step-diff")
+                    yield DiffView(id="step-diff")
             with TabPane("Verdict", id="verdict-tab"):
                 yield SideBySide(id="side")
         yield Footer()
@@ -68,17 +71,22 @@ class ReplayScreen(Screen):
                                         traced=[s for s in run.steps if s.traceback])
         self.materialize()
 
-    def state(self, text: str) -> None:
+    def state(self, text: str | Text) -> None:
         if self.is_attached:  # a worker may finish after the screen was closed
             self.query_one("#replay-state", Static).update(text)
 
     @work(exclusive=True, group="replay")
     async def materialize(self) -> None:
-        pool = await self.app.get_pool()
+        # the data directories recorded in the run (as awm verify and awm replay), unless --data was given
+        catalog = self.app.catalog if self.app.data_dirs else None
         try:
-            await self.run.materialize(pool, self.app.catalog if self.app.catalog else None)
-        except Exception as exc:  # noqa: BLE001 - shown, the steps stay readable
-            self.state(f"[red]could not rebuild the intermediate states: {exc}[/red]")
+            pool = await self.app.get_pool()
+            await self.run.materialize(pool, catalog)
+        except Exception as exc:  # noqa: BLE001 - shown whole, the steps stay readable
+            self.rebuild_error = f"could not rebuild the intermediate states: {exc}"
+            self.state(Text(self.rebuild_error, style="red"))
+            if self.is_attached:
+                self.show_step(self.current)
             return
         same = "reproduces the run's final.db" if self.run.final_matches() else \
             "differs from the run's final.db (time-dependent values)"
@@ -111,11 +119,8 @@ class ReplayScreen(Screen):
         if s.is_final:
             parts.append(Text("\n(final answer)", style="bold"))
         self.query_one("#step-text", Static).update(Group(*parts))
-        if self.run.states:
-            self.query_one("#step-db", Static).update(render_diff(self.run.diff_at(self.current),
-                                                                  f"After step {self.current}"))
-        else:
-            self.query_one("#step-db", Static).update(render_diff(None, f"After step {self.current}"))
+        diff = self.run.diff_at(self.current) if self.run.states else None
+        self.query_one("#step-diff", DiffView).show(diff, f"After step {self.current}", self.rebuild_error)
         steps = self.query_one("#steps", OptionList)
         if steps.highlighted != self.current:
             steps.highlighted = self.current
@@ -125,6 +130,8 @@ class ReplayScreen(Screen):
             self.show_step(int(event.option.id))
 
     def action_step(self, delta: int) -> None:
+        if isinstance(self.focused, DiffTable):  # ←/→ scroll the diff table sideways
+            raise SkipAction()
         self.show_step(self.current + delta)
 
     def action_show_verdict(self) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table as RichTable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -15,62 +14,7 @@ from textual.widgets import Static
 from awm_engine.agent.replay import traced_steps
 from awm_engine.db.diff import DbDiff, diff_databases
 
-MAX_ROWS = 30
-
-
-def _cell(value: Any) -> str:
-    text = "NULL" if value is None else str(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def render_diff(diff: DbDiff | None, title: str = "Database changes") -> Group:
-    if diff is None:
-        return Group(Text(title, style="bold"), Text("computing…", style="dim"))
-    counts = diff.counts()
-    parts: list = [Text(f"{title}: {counts['tables']} tables, +{counts['inserted']} inserted, "
-                        f"-{counts['deleted']} deleted, ~{counts['updated']} updated", style="bold")]
-    if diff.is_empty:
-        parts.append(Text("no rows changed", style="dim"))
-    for t in diff.tables:
-        parts.append(Text(f"\n{t.table}" + (f" ({t.status})" if t.status != "changed" else "")
-                          + f"  key: {', '.join(t.key_columns)}", style="bold cyan"))
-        rows = t.inserted + t.deleted
-        if rows:
-            columns = list(rows[0].keys())
-            table = RichTable(show_edge=False, pad_edge=False, box=None)
-            table.add_column("")
-            for c in columns:
-                table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=24)
-            for sign, style, group in (("+", "green", t.inserted), ("-", "red", t.deleted)):
-                for row in group[:MAX_ROWS]:
-                    table.add_row(Text(sign, style=style), *[Text(_cell(row.get(c)), style=style) for c in columns])
-            parts.append(table)
-        if t.updated:
-            changed = []
-            for u in t.updated:
-                changed += [c for c in u.changed if c not in changed]
-            keys = [k for k in t.key_columns if k != "rowid"] or []
-            table = RichTable(show_edge=False, pad_edge=False, box=None)
-            table.add_column("")
-            for c in keys:
-                table.add_column(c, no_wrap=True, min_width=max(2, len(c)))
-            for c in changed:
-                table.add_column(c, no_wrap=True, overflow="ellipsis", max_width=40)
-            for u in t.updated[:MAX_ROWS]:
-                cells = [Text(_cell(u.after.get(k))) for k in keys]
-                for c in changed:
-                    if c in u.changed:
-                        cells.append(Text.assemble((_cell(u.before.get(c)), "strike dim"), " → ",
-                                                   (_cell(u.after.get(c)), "bold yellow")))
-                    else:
-                        cells.append(Text(_cell(u.after.get(c)), style="dim"))
-                table.add_row(Text("~", style="yellow"), *cells)
-            parts.append(table)
-        hidden = sum(max(0, len(g) - MAX_ROWS) for g in (t.inserted, t.deleted, t.updated))
-        if hidden:
-            parts.append(Text(f"… {hidden} more rows (awm db diff shows all)", style="dim"))
-    return Group(*parts)
-
+from .diff_view import DiffView
 
 LABEL_STYLE = {"complete": "bold green", "incomplete": "bold yellow", "others": "bold red", "agent_error": "bold red",
                "server_error": "bold magenta", "judge_error": "bold white on red"}
@@ -177,8 +121,7 @@ class SideBySide(Horizontal):
     """
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="diff-pane"):
-            yield Static(render_diff(None), id="diff")
+        yield DiffView(id="diff-pane")
         with VerticalScroll(id="verdict-pane"):
             yield Static(render_verdict(None), id="verdict")
 
@@ -187,7 +130,7 @@ class SideBySide(Horizontal):
         self.diff = diff
         if traced is not None:
             self.traced = traced
-        self.query_one("#diff", Static).update(render_diff(diff, title))
+        self.query_one(DiffView).show(diff, title)
         self.query_one("#verdict", Static).update(render_verdict(report, env_errors, stop_reason,
                                                                  getattr(self, "traced", None)))
 
