@@ -1,4 +1,5 @@
-"""``awm env serve | check | call | test``: run environments as MCP servers, call and health-check them."""
+"""``awm env serve | check | call | test | doctor``: run environments as MCP servers, call, health-check and
+diagnose them."""
 from __future__ import annotations
 
 import argparse
@@ -66,6 +67,15 @@ def register(verbs) -> None:
     test.add_argument("--json", action="store_true")
     add_episode_args(test)
     test.set_defaults(func=cmd_test)
+    doctor = sub.add_parser("doctor", help="every problem of environments in one list (build, routes, schemas, "
+                                           "health, verifiers)")
+    add_data_arg(doctor)
+    doctor.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="scenarios to diagnose (default: all)")
+    doctor.add_argument("--all", action="store_true", help="every scenario (the default)")
+    doctor.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
+    doctor.add_argument("--json", action="store_true")
+    add_episode_args(doctor)
+    doctor.set_defaults(func=cmd_doctor)
 
 
 def add_episode_args(parser: argparse.ArgumentParser) -> None:
@@ -225,45 +235,106 @@ def cmd_call(args: argparse.Namespace) -> int:
     return asyncio.run(_call(args))
 
 
-async def _test(args: argparse.Namespace) -> int:
-    from awm_engine.runtime.health import check_scenario
-
-    catalog = load_catalog(args, quiet=args.json)
-    scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
-    reports = []
+async def over_scenarios(args: argparse.Namespace, scenarios: list, what: str, check) -> list:
+    """``await check(pool, scenario)`` for every scenario, one per worker at a time, with progress on stderr."""
     async with EnvPool(workers=args.workers, schema_check=args.protocol,
                        templates=templates_from_args(args)) as pool:
         limit = asyncio.Semaphore(pool.n_workers)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:
-            job = progress.add_task("testing environments", total=len(scenarios))
+            job = progress.add_task(what, total=len(scenarios))
 
             async def one(s):
                 async with limit:
-                    report = await check_scenario(pool, s)
+                    result = await check(pool, s)
                 progress.advance(job)
-                return report
+                return result
 
-            reports = await asyncio.gather(*(one(s) for s in scenarios))
+            return await asyncio.gather(*(one(s) for s in scenarios))
+
+
+async def _test(args: argparse.Namespace) -> int:
+    from awm_engine.runtime.health import check_scenario
+    from awm_engine.verify.doctor import diagnose
+
+    catalog = load_catalog(args, quiet=args.json)
+    scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
+
+    async def check(pool, s):
+        report = await check_scenario(pool, s)
+        return report, await diagnose(s, pool, catalog, health=report)
+
+    results = await over_scenarios(args, scenarios, "testing environments", check)
+    reports = [r for r, _ in results]
     if args.json:
-        print_json([r.to_dict() for r in reports])
+        print_json([{**r.to_dict(), "problem_counts": d.counts(), "problems": [p.to_dict() for p in d.problems]}
+                    for r, d in results])
     else:
         table = RichTable(title=f"health of {len(reports)} environments")
-        for col in ("scenario", "status", "loads", "tools", "GET calls", "ok", "5xx", "4xx", "other", "seconds"):
-            table.add_column(col, justify="left" if col in ("scenario", "status") else "right")
-        for r in reports:
+        for col in ("scenario", "status", "loads", "tools", "GET calls", "ok", "5xx", "4xx", "other", "seconds",
+                    "problems"):
+            table.add_column(col, justify="left" if col in ("scenario", "status", "problems") else "right")
+        for r, d in results:
             colour = {"ok": "green", "errors": "yellow", "broken": "red"}[r.status]
             table.add_row(r.scenario, f"[{colour}]{r.status}[/{colour}]", "yes" if r.loads else "no", str(r.tools),
                           str(r.get_tools), str(r.calls_ok), str(r.calls_5xx), str(r.calls_4xx),
-                          str(r.calls_other_error), f"{r.seconds:.2f}")
+                          str(r.calls_other_error), f"{r.seconds:.2f}", d.summary())
         stdout.print(table)
         for r in reports:
             if r.error:
                 stdout.print(f"[red]{r.scenario}: {escape(r.error)}[/red]")
             for tool, error in r.invalid_schemas.items():
                 stdout.print(f"[yellow]{r.scenario}: {escape(tool)}: {escape(schema_problem_note(error))}[/yellow]")
+        if any(d.problems for _, d in results):
+            stdout.print("awm env doctor SCENARIO lists the problems")
     return 0 if all(r.loads for r in reports) else 1
 
 
 def cmd_test(args: argparse.Namespace) -> int:
     return asyncio.run(_test(args))
+
+
+SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
+DETAIL_LINES = 8  # a problem's detail in the text listing; tracebacks are shown whole, --json has every detail
+
+
+def detail_text(detail: str, indent: str = " " * 12) -> str:
+    lines = detail.rstrip().splitlines()
+    if len(lines) > DETAIL_LINES and not lines[0].startswith("Traceback"):
+        lines = lines[:DETAIL_LINES] + [f"… {len(lines) - DETAIL_LINES} more (--json has them all)"]
+    return "\n".join(indent + line for line in lines)
+
+
+async def _doctor(args: argparse.Namespace) -> int:
+    from awm_engine.verify.doctor import FORMAT_VERSION, SEVERITIES, diagnose, grouped, summarize
+
+    if args.all and args.scenarios:
+        raise CliError("give scenarios or --all, not both")
+    catalog = load_catalog(args, quiet=True)
+    scenarios = [get_scenario(catalog, s) for s in dict.fromkeys(args.scenarios)] if args.scenarios else list(catalog)
+    diagnoses = await over_scenarios(args, scenarios, "diagnosing environments",
+                                     lambda pool, s: diagnose(s, pool, catalog))
+    catalog_issues = [str(i) for i in catalog.issues if i.scenario is None]
+    counts = {s: sum(d.counts()[s] for d in diagnoses) for s in SEVERITIES}
+    if args.json:
+        print_json({"format_version": FORMAT_VERSION, "data_dirs": [str(d) for d in catalog.dirs],
+                    "counts": counts, "catalog_issues": catalog_issues,
+                    "scenarios": [{k: v for k, v in d.to_dict().items() if k != "format_version"}
+                                  for d in diagnoses]})
+        return 0
+    for issue in catalog_issues:
+        stdout.print(f"[red]{escape(issue)}[/red]")
+    for d in diagnoses:
+        stdout.print(f"[bold]{escape(d.scenario)}[/bold]  {escape(d.name)} — {d.summary()}"
+                     + (f" · health {d.health}" if d.health else ""))
+        for where, p in grouped(d.problems):
+            style = SEVERITY_STYLE.get(p.severity, "white")
+            stdout.print(f"  [{style}]{p.severity:7}[/{style}] {p.kind:15} {escape(where):22} {escape(p.message)}")
+            if p.detail:
+                stdout.print(escape(detail_text(p.detail)), style="dim", highlight=False)
+    stdout.print(f"{len(diagnoses)} environments: {summarize(counts)} (--json has every field)")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    return asyncio.run(_doctor(args))

@@ -27,6 +27,7 @@ class CallOutcome:
     is_error: bool
     error_kind: str | None
     text: str
+    traceback: str | None = None  # what the handler raised (ToolResult.traceback)
 
 
 @dataclass
@@ -104,7 +105,7 @@ async def check_scenario(pool: EnvPool, scenario: Scenario) -> HealthReport:
                 args = example_arguments(tool["inputSchema"])
                 result = await episode.call_tool(tool["name"], args)
                 report.calls.append(CallOutcome(tool["name"], args, result.status, result.is_error,
-                                                result.error_kind, result.text[:500]))
+                                                result.error_kind, result.text[:500], result.traceback))
                 if not result.is_error:
                     report.calls_ok += 1
                 elif result.error_kind == "http_5xx":
