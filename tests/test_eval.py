@@ -105,7 +105,7 @@ def test_metrics_match_hand_computed_values():
     assert b["rollouts"] == 4 and b["scored"] == 2 and b["errored"] == 1 and b["no_verdict"] == 1
     assert b["pass_at_k"] == pytest.approx({"1": 0.5, "2": 1.0})
     assert b["errors"] == {"agent_error": 0, "environment_error": 0, "judge_error": 1, "format_error": 1,
-                           "timeout": 0, "llm_error": 1}
+                           "timeout": 0, "llm_error": 1, "internal_error": 0}
     overall = summary["overall"]
     assert overall["pass_at_k"]["4"] == pytest.approx(1.0)  # only tasks with >= 4 scored samples count
     assert overall["mean_reward"] == pytest.approx((4.1 + 1.0) / 10)
