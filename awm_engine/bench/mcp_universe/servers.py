@@ -1,0 +1,114 @@
+"""MCP server definitions: the common ``{"mcpServers": {...}}`` JSON shape and MCP-Universe's ``server_list.json``.
+
+``{"mcpServers": {"name": {"command": …, "args": […], "env": {…}}}}`` (stdio) or
+``{"name": {"url": …, "headers": {…}}}`` (streamable HTTP; ``"type": "http"`` / ``"streamable-http"``
+optional). ``server_list.json`` maps a name to ``{"stdio": {"command", "args"}, "env": {…}}`` (optional
+``http_url`` and ``headers``; its ``sse`` entries need MCP-Universe's gateway and are not used).
+
+``${VAR}`` and ``{{VAR}}`` placeholders in commands, arguments, env values, URLs and headers are filled from
+the environment; a placeholder whose variable is unset stays and is listed in ``ServerDef.missing``, and a
+stdio server with a missing variable in its command line cannot be started. The variables a server declares
+(its ``env``) are the only ones its sandboxed process receives.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+class ServerConfigError(ValueError):
+    pass
+
+
+@dataclass
+class ServerDef:
+    name: str
+    transport: str  # stdio | http
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # variables referenced but unset
+    cwd: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """For run metadata: env and header values are never written (they carry keys)."""
+        data = asdict(self)
+        data["env"] = sorted(self.env)
+        data["headers"] = sorted(self.headers)
+        return data
+
+    def check_startable(self) -> None:
+        if self.transport == "stdio" and not self.command:
+            raise ServerConfigError(f"server {self.name}: no command")
+        if self.transport == "http" and not self.url:
+            raise ServerConfigError(f"server {self.name}: no url")
+        if self.missing:
+            raise ServerConfigError(f"server {self.name}: unset variable(s) {', '.join(sorted(set(self.missing)))}")
+
+
+def fill(text: str, env: Mapping[str, str], missing: list[str]) -> str:
+    def sub(m: re.Match) -> str:
+        var = m.group(1) or m.group(2)
+        value = env.get(var)
+        if not value:
+            missing.append(var)
+            return m.group(0)
+        return value
+
+    return _VAR.sub(sub, str(text))
+
+
+def _server(name: str, entry: dict[str, Any], env: Mapping[str, str]) -> ServerDef:
+    missing: list[str] = []
+    if "stdio" in entry and isinstance(entry["stdio"], dict):  # server_list.json
+        launch = entry["stdio"]
+    else:
+        launch = entry
+    url = entry.get("url") or entry.get("http_url") or entry.get("serverUrl")
+    kind = str(entry.get("type") or entry.get("transport") or "").lower()
+    transport = "http" if (url and not launch.get("command")) or kind in ("http", "streamable-http",
+                                                                            "streamable_http") else "stdio"
+    if kind == "sse":
+        raise ServerConfigError(f"server {name}: SSE transport is not supported (use stdio or streamable HTTP)")
+    declared = {str(k): fill(v, env, missing) for k, v in (entry.get("env") or {}).items()}
+    server = ServerDef(
+        name=name, transport=transport,
+        command=fill(launch["command"], env, missing) if launch.get("command") else None,
+        args=[fill(a, env, missing) for a in launch.get("args") or []],
+        env=declared,
+        url=fill(url, env, missing) if url else None,
+        headers={str(k): fill(v, env, missing) for k, v in (entry.get("headers") or {}).items()},
+        cwd=entry.get("cwd"))
+    server.missing = sorted(set(missing))
+    return server
+
+
+def parse_servers(data: Any, env: Mapping[str, str] | None = None) -> dict[str, ServerDef]:
+    env = os.environ if env is None else env
+    if not isinstance(data, dict):
+        raise ServerConfigError("a server file is a JSON object")
+    entries = data.get("mcpServers", data) if isinstance(data.get("mcpServers", data), dict) else None
+    if entries is None:
+        raise ServerConfigError("mcpServers is not an object")
+    servers = {}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise ServerConfigError(f"server {name}: not an object")
+        servers[name] = _server(name, entry, env)
+    return servers
+
+
+def load_servers(path: Path | str, env: Mapping[str, str] | None = None) -> dict[str, ServerDef]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ServerConfigError(f"cannot read server file {path}: {exc}") from None
+    return parse_servers(data, env)
