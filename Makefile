@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "awm needs Python 3.11+"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ray,train]'
 	touch $(STAMP)
 
 setup: $(STAMP)

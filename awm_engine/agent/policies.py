@@ -39,6 +39,8 @@ class AssistantTurn:
     usage: dict[str, int] | None = None
     latency_ms: float = 0.0
     reasoning: str | None = None
+    prompt_token_ids: list[int] | None = None  # when the endpoint returns them (vLLM's return_token_ids)
+    token_ids: list[int] | None = None
 
     def message(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "assistant", "content": self.content}
@@ -105,10 +107,21 @@ class LLMPolicy:
                  if getattr(c, "function", None) is not None]
         usage = response.usage.model_dump() if response.usage else None
         reasoning = getattr(message, "reasoning_content", None)
-        return AssistantTurn(message.content or "", calls, usage, (time.perf_counter() - started) * 1000, reasoning)
+        # vLLM returns the exact tokens when asked (``return_token_ids``): the prompt's on the response, the
+        # turn's on the choice; kept for training (token-in/token-out), absent elsewhere
+        prompt_ids = _token_ids((response.model_extra or {}).get("prompt_token_ids"))
+        token_ids = _token_ids((response.choices[0].model_extra or {}).get("token_ids"))
+        return AssistantTurn(message.content or "", calls, usage, (time.perf_counter() - started) * 1000, reasoning,
+                             prompt_ids, token_ids)
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return value
+    return None
 
 
 class ScriptedTurns:

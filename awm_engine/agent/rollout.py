@@ -116,6 +116,31 @@ class AgentConfig:
         return cls(**fields)
 
 
+# -- the history window and the request shape (shared with training: awm_engine.train.samples) ------
+
+def window_groups(n_groups: int, first_list_group: int | None, window: int | None) -> list[int]:
+    """Which of ``n_groups`` turns the model sees next under history window ``window`` (None: all): the last
+    ``window`` turns, preceded by the first ``list_tools`` exchange when it has slid out of them."""
+    if window is None or n_groups <= window:
+        return list(range(n_groups))
+    keep = list(range(n_groups - window, n_groups))
+    if first_list_group is not None and first_list_group not in keep:
+        keep.insert(0, first_list_group)
+    return keep
+
+
+def api_messages(messages: list[dict[str, Any]], mode: str, tool_role: str) -> list[dict[str, Any]]:
+    """``messages`` (the internal form of trajectory.json) as the endpoint receives them: in meta mode with
+    ``tool_role`` "user", a tool result is a ``Tool response:\n…`` user message."""
+    out = []
+    for m in messages:
+        if m["role"] == "tool" and mode == "meta" and tool_role == "user":
+            out.append({"role": "user", "content": "Tool response:\n" + m["content"]})
+        else:
+            out.append({k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")})
+    return out
+
+
 # -- the runner --------------------------------------------------------------------------------
 
 class Rollout:
@@ -156,24 +181,11 @@ class Rollout:
 
     # -- messages the policy sees --------------------------------------------------------------
     def visible_messages(self) -> list[dict[str, Any]]:
-        w = self.config.history_window
-        if w is None or len(self.groups) <= w:
-            groups = self.groups
-        else:
-            keep = list(range(len(self.groups) - w, len(self.groups)))
-            if self.first_list_group is not None and self.first_list_group not in keep:
-                keep.insert(0, self.first_list_group)
-            groups = [self.groups[i] for i in keep]
-        return self.messages[:2] + [m for g in groups for m in g]
+        keep = window_groups(len(self.groups), self.first_list_group, self.config.history_window)
+        return self.messages[:2] + [m for i in keep for m in self.groups[i]]
 
     def _api_messages(self) -> list[dict[str, Any]]:
-        out = []
-        for m in self.visible_messages():
-            if m["role"] == "tool" and self.config.mode == "meta" and self.tool_role == "user":
-                out.append({"role": "user", "content": "Tool response:\n" + m["content"]})
-            else:
-                out.append({k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")})
-        return out
+        return api_messages(self.visible_messages(), self.config.mode, self.tool_role)
 
     # -- the loop ------------------------------------------------------------------------------
     async def events(self) -> AsyncIterator[StepEvent]:
@@ -199,7 +211,7 @@ class Rollout:
                 self._add_usage(turn.usage)
                 yield self._emit(ModelTurn(self.iteration, turn.content,
                                            [asdict(c) for c in turn.tool_calls], turn.usage, turn.latency_ms,
-                                           turn.reasoning))
+                                           turn.reasoning, turn.prompt_token_ids, turn.token_ids))
                 outcome = None
                 async for item in self._act(turn, deadline):
                     if isinstance(item, StepEvent):
@@ -391,7 +403,7 @@ class Rollout:
             "total_iterations": self.iteration, "timestamp": self.meta.get("timestamp",
                                                                            time.strftime("%Y%m%d_%H%M%S")),
             "trajectory": self.trajectory, "messages": self.messages,
-            "awm": {"policy": self.policy.name, "config": self.config.to_dict(),
+            "awm": {"policy": self.policy.name, "config": self.config.to_dict(), "tool_role": self.tool_role,
                     "stop_reason": finished.stop_reason if finished else None,
                     "final_answer": finished.final_answer if finished else None,
                     "error": finished.error if finished else None, "usage": self._usage,

@@ -7,7 +7,8 @@ Script (JSON)::
         {"content": "<tool_call>{...}</tool_call>"},
         {"tool_calls": [{"name": "list_branches", "arguments": {}}]},   # native tool calls
         {"status": 503, "body": "overloaded"},       # an HTTP error (to test retries)
-        {"content": "All done.", "delay": 0.5}],
+        {"content": "All done.", "delay": 0.5},
+        {"content": "...", "token_ids": [1, 2], "prompt_token_ids": [7, 8, 9]}],  # token ids, as vLLM returns them
      "rules": [                                      # conversations recognised by a substring
         {"match": "impartial", "responses": [{"content": "{\\"classification\\": \\"complete\\", ...}"}]}]}
 
@@ -103,12 +104,18 @@ class ScriptedModel:
             message["content"] = ""
         prompt_tokens = sum(len(str(m.get("content") or "")) // 4 for m in body.get("messages") or [])
         completion_tokens = len(message.get("content") or "") // 4 + 1
-        return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model") or self.script.get("model", "scripted"),
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+        choice: dict[str, Any] = {"index": 0, "message": message,
+                                  "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+        data = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model") or self.script.get("model", "scripted"), "choices": [choice],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                           "total_tokens": prompt_tokens + completion_tokens}}
+        # token ids where vLLM puts them (``return_token_ids``): the prompt's on the response, the turn's on the choice
+        if "token_ids" in response:
+            choice["token_ids"] = response["token_ids"]
+        if "prompt_token_ids" in response:
+            data["prompt_token_ids"] = response["prompt_token_ids"]
+        return data
 
 
 def create_app(script: dict[str, Any] | Path | str):

@@ -12,7 +12,7 @@ import sys
 
 from rich.markup import escape
 
-from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd
+from awm_engine.cli import agent_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd, train_cmd
 from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
 from awm_engine.sandbox.host import harden_parent
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     env_cmd.register(verbs)
     agent_cmd.register(verbs)
     eval_cmd.register(verbs)
+    train_cmd.register(verbs)
     return parser
 
 

@@ -113,6 +113,10 @@ class ModelTurn(StepEvent):
     usage: dict[str, Any] | None = None
     latency_ms: float = 0.0
     reasoning: str | None = None
+    # the token ids of the request's prompt and of this turn, when the endpoint returns them (vLLM:
+    # ``"return_token_ids": true`` in the endpoint's extra_body): what training uses as its exact tokens
+    prompt_token_ids: list[int] | None = None
+    token_ids: list[int] | None = None
 
 
 @dataclass

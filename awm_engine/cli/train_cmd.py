@@ -1,0 +1,106 @@
+"""``awm train export`` (history-aware training samples from recorded rollouts) and ``awm train tasks`` (the task
+rows an online trainer's dataset holds)."""
+from __future__ import annotations
+
+import argparse
+
+from rich.markup import escape
+
+from awm_engine.cli.common import CliError, add_data_arg, load_catalog, print_json, print_warning, stderr
+from awm_engine.train.export import FORMATS, MissingDependency, format_for, write_records
+from awm_engine.train.grpo import assign_advantages
+from awm_engine.train.samples import DEFAULT_WINDOW, TrainingDataError, build_samples
+from awm_engine.train.tasks import task_rows
+
+
+def _window(value: str) -> int | None:
+    if value in ("none", "full"):
+        return None
+    try:
+        w = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a window is a number of turns or 'none', not {value!r}") from None
+    if w < 1:
+        raise argparse.ArgumentTypeError("a window keeps at least one turn (or 'none': the whole history)")
+    return w
+
+
+def register(verbs) -> None:
+    train = verbs.add_parser("train", help="training data from rollouts; task rows for online trainers")
+    sub = train.add_subparsers(dest="train_verb", metavar="ACTION")
+    sub.required = True
+    export = sub.add_parser("export", help="one training sample per action turn of each rollout (history window, "
+                                           "loss mask, step reward; GRPO advantages with --grpo)")
+    export.add_argument("run_dir", metavar="RUN_DIR",
+                        help="a rollout run directory, an evaluation run (awm eval run -k G), or a directory of runs")
+    export.add_argument("--window", type=_window, default=DEFAULT_WINDOW,
+                        help=f"history window w: the last w turns before each turn (default {DEFAULT_WINDOW}, as the "
+                             "paper trains; 'none': the whole history)")
+    export.add_argument("--out", required=True, metavar="FILE", help="the output file (.jsonl or .parquet)")
+    export.add_argument("--format", choices=list(FORMATS), default=None,
+                        help="jsonl or parquet (default: by the file's extension; parquet needs pyarrow)")
+    export.add_argument("--grpo", action="store_true",
+                        help="group the rollouts by task and add advantages (R - mean) / std per group")
+    export.add_argument("--json", action="store_true", help="print a summary as JSON")
+    export.set_defaults(func=cmd_export)
+
+    tasks = sub.add_parser("tasks", help="the task rows of an online trainer's dataset (verl agent loop, TRL env)")
+    add_data_arg(tasks)
+    tasks.add_argument("--scenario", action="append", help="only these scenarios (repeatable)")
+    tasks.add_argument("--task", type=int, action="append", help="only these task indices (repeatable)")
+    tasks.add_argument("--system-prompt", metavar="FILE", help="the system prompt of the rows (default: awm's own)")
+    tasks.add_argument("--out", required=True, metavar="FILE", help="the output file (.jsonl or .parquet)")
+    tasks.add_argument("--format", choices=list(FORMATS), default=None)
+    tasks.set_defaults(func=cmd_tasks)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    fmt = format_for(args.out, args.format)
+    try:
+        result = build_samples(args.run_dir, args.window)
+    except TrainingDataError as exc:
+        raise CliError(str(exc)) from None
+    groups = assign_advantages(result.samples) if args.grpo else []
+    try:
+        written = write_records((s.to_record() for s in result.samples), args.out, fmt)
+    except MissingDependency as exc:
+        raise CliError(str(exc)) from None
+    if result.window_mismatch:
+        print_warning(f"{len(result.window_mismatch)} of {len(result.rollouts)} rollouts ran with another history "
+                      f"window than --window {args.window}: their samples show a context the model did not see "
+                      "(their token ids are left out); roll out with --window to train on what inference sees")
+    for rid, why in result.skipped:
+        stderr.print(f"skipped {escape(rid)}: {escape(why)}")
+    zero = [g for g in groups if g.zero_variance]
+    summary = {"out": str(args.out), "format": fmt, "window": args.window, "samples": written,
+               "rollouts": len(result.rollouts) - len(result.skipped), "skipped": len(result.skipped),
+               "groups": len(groups) if args.grpo else None,
+               "zero_variance_groups": [g.group_id for g in zero] if args.grpo else None}
+    if args.json:
+        print_json({**summary, "group_stats": [g.to_dict() for g in groups]})
+    else:
+        print(f"{written} samples from {summary['rollouts']} rollouts -> {args.out} ({fmt})"
+              + (f"; {len(groups)} groups, {len(zero)} with zero variance" if args.grpo else ""))
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args, quiet=True)
+    system = None
+    if args.system_prompt:
+        try:
+            with open(args.system_prompt, encoding="utf-8") as fh:
+                system = fh.read()
+        except OSError as exc:
+            raise CliError(f"cannot read the system prompt {args.system_prompt}: {exc}") from None
+    try:
+        rows = task_rows(catalog, args.scenario, args.task, system)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    try:
+        written = write_records(rows, args.out, args.format)
+    except MissingDependency as exc:
+        raise CliError(str(exc)) from None
+    stderr.print(f"{written} task rows -> {escape(str(args.out))}")
+    return 0
+

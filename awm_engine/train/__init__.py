@@ -1,0 +1,9 @@
+"""Training hooks: history-aware training samples from recorded rollouts (``samples``), GRPO groups and
+advantages (``grpo``), their export as JSONL or Parquet (``export``), a Gym-style episode API over the engine's
+own episode lifecycle (``gym``: ``reset(scenario, task)`` / ``step(action)``, async, batched, and a synchronous
+wrapper), sessions keyed per request (``sessions``), and the trainer adapters over that API: a verl agent loop
+(``verl_loop``) and a TRL environment class (``trl_env``). verl, TRL and pyarrow are optional: nothing here
+imports them at module level, and each adapter says what it needs when it is missing.
+
+May import: data, sandbox, db, runtime, agent, verify, eval.
+"""
