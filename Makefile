@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BFCL   := $(VENV)/.bfcl-installed
 
-.PHONY: setup tui test bench screenshots clean constraints
+.PHONY: setup bfcl tui test bench screenshots clean constraints
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "awm needs Python 3.11+"'
@@ -15,10 +16,20 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+# BFCLv3 (awm bench bfcl): the bfcl-eval wheel WITHOUT its dependency list (provider SDKs, torch …), then the few
+# packages its checkers, decoders and multi-turn backends import (pyproject's `bfcl` extra), all at the pins
+$(BFCL): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bfcl]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps bfcl-eval
+	$(BIN)/awm bench bfcl check
+	touch $(BFCL)
+
+bfcl: $(BFCL)
+
 tui: $(STAMP)
 	$(BIN)/awm-tui
 
-test: $(STAMP)
+test: $(STAMP) $(BFCL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -25,9 +25,16 @@ def imported_top_level(packages: list[str]) -> set[str]:
     return names - set(sys.stdlib_module_names) - {"awm_engine", "awm_tui", "__future__"}
 
 
+def without_dependencies() -> list[str]:
+    """Distributions installed with ``pip install --no-deps`` (their own dependency lists are not wanted)."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("awm", {}).get(
+        "install-without-dependencies", [])
+
+
 def declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     deps = project["dependencies"] + [d for group in project["optional-dependencies"].values() for d in group]
+    deps += without_dependencies()
     return {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in deps}
 
 
@@ -44,3 +51,9 @@ def test_setup_installs_the_pinned_versions():
                 if "==" in line)
     for name in declared():
         assert name in {p.lower() for p in pins}, f"{name} has no pinned version in constraints.txt"
+
+
+def test_packages_without_dependencies_are_installed_so():
+    makefile = (ROOT / "Makefile").read_text()
+    for name in without_dependencies():
+        assert f"--no-deps {name}" in makefile, f"the Makefile must install {name} with --no-deps"

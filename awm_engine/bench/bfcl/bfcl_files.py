@@ -1,0 +1,151 @@
+"""BFCL's own file formats: result files (``BFCL_v4_<category>_result.json``, one ``{"id", "result"}`` line per
+entry) and score files (``BFCL_v4_<category>_score.json``: a header line ``{"accuracy", "correct_count",
+"total_count"}``, then one line per failed entry), laid out as ``<model>/<group>/<file>``.
+
+A run exports the first sample of each entry as result files (so BFCL's own runner can score it), and
+``awm bench bfcl score`` scores result files made anywhere — v3-era names and ids (``BFCL_v3_simple``,
+``simple_12``, ``java_3``) are read as their v4 counterparts — with the official checkers in the sandbox.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from awm_engine.bench.bfcl import scores
+from awm_engine.bench.bfcl.categories import BY_WHEEL_NAME, CATEGORIES, category_of
+from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
+from awm_engine.eval.results import ResultsIndex
+
+PREFIX = "BFCL_v4"
+_V3_RENAMES = {"simple": "simple_python", "java": "simple_java", "javascript": "simple_javascript"}
+
+
+def model_dir(model: str) -> str:
+    return model.replace("/", "_")
+
+
+def _index_key(entry_id: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", entry_id.rsplit("_", 1)[-1]))
+
+
+def export_results(run_dir: Path | str, index: ResultsIndex | None = None) -> Path:
+    """Write the run's answers (sample 0, scored entries) as BFCL result files; returns the model's folder."""
+    run_dir = Path(run_dir)
+    index = index or ResultsIndex(run_dir / "results.jsonl")
+    index.refresh()
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    model = "model"
+    for rid, entry in index.entries.items():
+        summary = entry.summary
+        if summary.get("status") != "ok" or summary.get("sample") != 0:
+            continue
+        record = index.record(rid)
+        model = record.get("model") or model
+        by_category.setdefault(record["category"], []).append({"id": record["entry_id"], "result": record["raw"]})
+    root = run_dir / "bfcl" / "result" / model_dir(model)
+    for name, lines in by_category.items():
+        cat = CATEGORIES[name]
+        folder = root / cat.group
+        folder.mkdir(parents=True, exist_ok=True)
+        lines.sort(key=lambda line: _index_key(line["id"]))
+        (folder / f"{PREFIX}_{cat.wheel}_result.json").write_text(
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return root
+
+
+def _wheel_id(entry_id: str) -> str:
+    """A v3-era id (``simple_3``, ``java_0``, ``javascript_7``) as the wheel's id."""
+    head, _, number = entry_id.rpartition("_")
+    return f"{_V3_RENAMES[head]}_{number}" if head in _V3_RENAMES else entry_id
+
+
+def read_result_file(path: Path | str) -> list[dict[str, Any]]:
+    """The ``{"id", "result"}`` lines of one BFCL result file, ids in the wheel's form (``ValueError`` when
+    a line is not such an object or names no BFCLv3 entry)."""
+    lines = []
+    for number, text in enumerate(Path(path).read_text().splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+            entry_id = _wheel_id(str(line["id"]))
+            category_of(entry_id)
+            lines.append({"id": entry_id, "result": line["result"]})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a BFCL result line ({exc})") from None
+    return lines
+
+
+def infer_mode(lines: list[dict[str, Any]]) -> str:
+    """fc when some answer is a list of calls (``[{name: args}]``), else prompt (text answers)."""
+    for line in lines:
+        result = line["result"]
+        multi = category_of(line["id"]).kind == "multi_turn"
+        steps = [s for turn in result for s in turn] if multi and isinstance(result, list) else [result]
+        if any(isinstance(s, list) for s in steps):
+            return "fc"
+    return "prompt"
+
+
+def guess_model(path: Path) -> str:
+    """The model folder of ``…/<model>/<group>/BFCL_v4_x_result.json`` (else the file's folder)."""
+    parent = path.parent
+    return parent.parent.name if parent.name in ("non_live", "live", "multi_turn") else parent.name
+
+
+async def score_lines(lines: list[dict[str, Any]], mode: str, host: CheckerHost) -> list[dict[str, Any]]:
+    """The official verdict on every line (multi-turn lines are executed and checked in the sandbox)."""
+    async def one(line: dict[str, Any]) -> dict[str, Any]:
+        kind = "check" if category_of(line["id"]).kind == "multi_turn" else "score"
+        try:
+            answer = await host.acall(kind, entry_id=line["id"], raw=line["result"], mode=mode)
+            return answer["verdict"]
+        except CheckerError as exc:
+            return {"id": line["id"], "valid": False, "error": [str(exc)], "error_type": "awm:checker_error"}
+
+    return list(await asyncio.gather(*(one(line) for line in lines)))
+
+
+def write_score_file(out: Path, model: str, wheel_category: str, verdicts: list[dict[str, Any]]) -> Path:
+    cat = BY_WHEEL_NAME[wheel_category]
+    correct = sum(bool(v.get("valid")) for v in verdicts)
+    header = {"accuracy": correct / len(verdicts) if verdicts else 0.0, "correct_count": correct,
+              "total_count": len(verdicts)}
+    folder = out / model_dir(model) / cat.group
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{PREFIX}_{wheel_category}_score.json"
+    failed = [v for v in verdicts if not v.get("valid")]
+    path.write_text("".join(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in [header, *failed]))
+    return path
+
+
+async def score_files(paths: list[Path | str], mode: str = "auto", out: Path | str | None = None,
+                      host: CheckerHost | None = None) -> dict[str, Any]:
+    """Score BFCL result files; returns the per-category table, the aggregates and (with ``out``) the score
+    files written."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for path in map(Path, paths):
+        lines = read_result_file(path)
+        for line in lines:
+            groups.setdefault((guess_model(path), category_of(line["id"]).wheel), []).append(line)
+    all_lines = [line for lines in groups.values() for line in lines]
+    mode = infer_mode(all_lines) if mode == "auto" else mode
+    own = host is None
+    host = host or CheckerHost()
+    summaries, written = [], []
+    try:
+        for (model, wheel_category), lines in groups.items():
+            verdicts = await score_lines(lines, mode, host)
+            summaries += [{"scenario": BY_WHEEL_NAME[wheel_category].name, "task_id": line["id"], "status": "ok",
+                           "label": "correct" if v.get("valid") else "incorrect"} for line, v in zip(lines, verdicts)]
+            if out is not None:
+                written.append(str(write_score_file(Path(out), model, wheel_category, verdicts)))
+    finally:
+        if own:
+            host.close()
+    held = [c for c in CATEGORIES if any(s["scenario"] == c for s in summaries)]
+    return {"mode": mode, "models": sorted({m for m, _ in groups}), **scores.summarize(summaries, held, mode),
+            "score_files": written}

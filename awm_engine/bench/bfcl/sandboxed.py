@@ -1,0 +1,119 @@
+"""awm's handle on the sandboxed BFCL host: every decode, every execution of a model's call and every check.
+
+``CheckerHost`` starts ``python -m awm_engine.bench.bfcl.host`` through ``sandbox.launcher.Sandbox`` (scrubbed
+environment, own user/pid/mount/network namespaces, writes confined to the wheel's project root and a
+private temp dir, resource limits) and multiplexes requests over its stdin/stdout. A host that dies fails
+the requests in flight (``CheckerError``) and is started again by the next request.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import json
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from awm_engine.bench.bfcl import wheel
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb, kill_tree
+
+DEFAULT_TIMEOUT = 120.0
+
+
+class CheckerError(Exception):
+    """The sandboxed checker could not answer (timeout, crash, a failure of its own)."""
+
+    def __init__(self, message: str, traceback: str | None = None):
+        super().__init__(message)
+        self.traceback = traceback
+
+
+class CheckerHost:
+    def __init__(self, children: int | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.children = children
+        self.timeout = timeout
+        self.proc: subprocess.Popen | None = None
+        self.sandbox: Sandbox | None = None
+        self.lock = threading.Lock()
+        self.pending: dict[str, concurrent.futures.Future] = {}
+        self.ids = itertools.count()
+
+    def _start(self) -> None:
+        wheel.require()
+        root = wheel.project_root()
+        root.mkdir(parents=True, exist_ok=True)
+        env = {"AWM_BFCL_PROJECT_ROOT": str(root)}
+        if self.children:
+            env["AWM_BFCL_CHILDREN"] = str(self.children)
+        self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=max(4096, default_memory_mb("worker")),
+                                             max_procs=512, env=env), "bfcl")
+        self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.bench.bfcl.host"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            answer = json.loads(line)
+            with self.lock:
+                future = self.pending.pop(answer.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(answer)
+        stderr = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+        with self.lock:  # the host is gone: nobody will answer these
+            lost, self.pending = self.pending, {}
+            if self.proc is proc:
+                self.proc = None
+        for future in lost.values():
+            if not future.done():
+                future.set_exception(CheckerError("the sandboxed BFCL checker ended" +
+                                                  (f": {stderr.strip()}" if stderr.strip() else "")))
+
+    def submit(self, kind: str, timeout: float | None = None, **payload: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            rid = str(next(self.ids))
+            self.pending[rid] = future
+            line = json.dumps({"id": rid, "kind": kind, "timeout": timeout or self.timeout, **payload}) + "\n"
+            try:
+                self.proc.stdin.write(line.encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                self.pending.pop(rid, None)
+                future.set_exception(CheckerError(f"the sandboxed BFCL checker is gone: {exc}"))
+        return future
+
+    def call(self, kind: str, timeout: float | None = None, **payload: Any) -> dict[str, Any]:
+        """The result of one request (``CheckerError`` when the checker could not answer)."""
+        return _result(self.submit(kind, timeout, **payload).result())
+
+    async def acall(self, kind: str, timeout: float | None = None, **payload: Any) -> dict[str, Any]:
+        return _result(await asyncio.wrap_future(self.submit(kind, timeout, **payload)))
+
+    def close(self) -> None:
+        with self.lock:
+            proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                kill_tree(proc)
+        if self.sandbox is not None:
+            self.sandbox.cleanup()
+            self.sandbox = None
+
+    def __enter__(self) -> CheckerHost:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _result(answer: dict[str, Any]) -> dict[str, Any]:
+    if not answer.get("ok"):
+        raise CheckerError(answer.get("error") or "the checker failed", answer.get("traceback"))
+    return answer["result"]

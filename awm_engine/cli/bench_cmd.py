@@ -1,0 +1,222 @@
+"""``awm bench bfcl check | run | score | report``: BFCLv3 through awm's engine, scored by the official checkers."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+
+from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
+from awm_engine.agent.policies import PolicyError
+from awm_engine.bench.bfcl import categories, scores, wheel
+from awm_engine.cli.common import CliError, print_json, stderr, stdout
+
+
+def register(verbs) -> None:
+    bench = verbs.add_parser("bench", help="benchmarks through the same engine (BFCLv3)")
+    which = bench.add_subparsers(dest="bench_name", metavar="BENCHMARK")
+    which.required = True
+    bfcl = which.add_parser("bfcl", help="BFCLv3, scored by the official checkers of bfcl-eval "
+                                         f"{wheel.BFCL_EVAL_VERSION}")
+    sub = bfcl.add_subparsers(dest="bfcl_verb", metavar="ACTION")
+    sub.required = True
+
+    check = sub.add_parser("check", help="is BFCL installed? (`make bfcl` installs it)")
+    check.set_defaults(func=cmd_check)
+
+    run = sub.add_parser("run", help="answer BFCLv3 entries with a model (or the ground truth) and score them")
+    run.add_argument("--endpoint", metavar="NAME", help="a named endpoint from the awm config file")
+    run.add_argument("--model", metavar="M")
+    run.add_argument("--base-url", metavar="URL", help="OpenAI-compatible base URL (or OPENAI_BASE_URL)")
+    run.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
+    run.add_argument("--policy", choices=["llm", "ground-truth"], default="llm",
+                     help="ground-truth: answer every entry with its possible answer (no model)")
+    run.add_argument("--mode", choices=["fc", "prompt"], default="fc",
+                     help="fc: OpenAI function calling (default); prompt: calls written as text")
+    pick = run.add_mutually_exclusive_group()
+    pick.add_argument("--categories", nargs="+", metavar="C",
+                      help="v3 categories (or wheel names, or groups), space- or comma-separated")
+    pick.add_argument("--group", choices=["non_live", "live", "multi_turn", "all"], default=None)
+    run.add_argument("--limit", type=int, default=None, metavar="N", help="the first N entries of each category")
+    run.add_argument("-k", type=int, default=1, help="samples per entry")
+    run.add_argument("--concurrency", type=int, default=8, help="entries in flight")
+    run.add_argument("--temperature", type=float, default=None, help="default 0.001 (BFCL's)")
+    run.add_argument("--max-tokens", type=int, default=None)
+    run.add_argument("--retries", type=int, default=None, help="endpoint retries per request (default 3)")
+    where = run.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="RUN_DIR", help="a new run directory")
+    where.add_argument("--resume", metavar="RUN_DIR", help="run what is missing or errored in a run")
+    run.add_argument("--quiet", action="store_true")
+    run.set_defaults(func=cmd_run)
+
+    score = sub.add_parser("score", help="score BFCL result files (BFCL_v4_<category>_result.json)")
+    score.add_argument("files", nargs="+", metavar="RESULT_FILE")
+    score.add_argument("--mode", choices=["auto", "fc", "prompt"], default="auto",
+                       help="how the answers were made (auto: fc when answers are lists of calls)")
+    score.add_argument("--out", metavar="DIR", help="write BFCL score files (<model>/<group>/..._score.json) here")
+    output = score.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true")
+    output.add_argument("--markdown", action="store_true")
+    score.set_defaults(func=cmd_score)
+
+    report = sub.add_parser("report", help="per-category accuracy, v3 Overall (and the v4 formula), AWM columns")
+    report.add_argument("run_dir")
+    output = report.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true")
+    output.add_argument("--markdown", action="store_true")
+    report.set_defaults(func=cmd_report)
+
+
+def _require() -> None:
+    if (reason := wheel.problem()) is not None:
+        raise CliError(reason)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    _require()
+    wheel.prepare()
+    stdout.print(f"bfcl-eval {wheel.BFCL_EVAL_VERSION} is installed; BFCL_PROJECT_ROOT is {wheel.project_root()}")
+    return 0
+
+
+def _config(args: argparse.Namespace):
+    from awm_engine.bench.bfcl.run import DEFAULT_TEMPERATURE, BfclConfig
+
+    endpoint = None
+    if args.policy == "llm":
+        try:
+            endpoint = resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, "native",
+                                        temperature=DEFAULT_TEMPERATURE if args.temperature is None
+                                        else args.temperature, max_tokens=args.max_tokens, max_retries=args.retries)
+        except ConfigError as exc:
+            raise CliError(str(exc)) from None
+    try:
+        chosen = categories.resolve(args.categories, args.group)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.limit is not None and args.limit < 1 or args.k < 1:
+        raise CliError("--limit and -k must be at least 1")
+    record = {**endpoint.public(), "max_retries": endpoint.max_retries} if endpoint else None
+    return BfclConfig(categories=chosen, mode=args.mode, policy=args.policy, endpoint=record, limit=args.limit,
+                      k=args.k, concurrency=args.concurrency), endpoint
+
+
+def _resume_config(args: argparse.Namespace):
+    from awm_engine.bench.bfcl.run import BfclConfig, is_bfcl_run
+
+    if not is_bfcl_run(args.resume):
+        raise CliError(f"{args.resume} is not a BFCL run (no config.json with \"benchmark\": \"bfcl\")")
+    config = BfclConfig.load(args.resume)
+    endpoint = None
+    if config.policy == "llm":
+        ep = config.endpoint or {}
+        try:
+            endpoint = resolve_endpoint(ep.get("name"), args.base_url or ep.get("base_url"), ep.get("model"),
+                                        args.api_key, "native", temperature=ep.get("temperature"),
+                                        max_tokens=ep.get("max_tokens"),
+                                        max_retries=args.retries if args.retries is not None else ep.get("max_retries"))
+        except ConfigError as exc:
+            raise CliError(str(exc)) from None
+    return config, endpoint
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from awm_engine.bench.bfcl.run import preflight, run_bfcl
+
+    _require()
+    config, endpoint = _resume_config(args) if args.resume else _config(args)
+    out = Path(args.resume or args.out)
+    if args.out and (out / "results.jsonl").exists():
+        raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
+    try:
+        preflight(config)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
+        job = bar.add_task(f"BFCL {config.mode}", total=None, stats="")
+
+        def on_progress(p, record) -> None:
+            accuracy = "-" if p.accuracy is None else f"{100 * p.accuracy:.1f}%"
+            last = f" · {record['category']}" if record else ""
+            bar.update(job, total=p.total, completed=p.done,
+                       stats=f"accuracy {accuracy} · errors {p.errors}" + (f" · resumed {p.skipped}" if p.skipped
+                                                                           else "") + last)
+
+        try:
+            meta = asyncio.run(run_bfcl(config, out, endpoint, resume=bool(args.resume), on_progress=on_progress))
+        except PolicyError as exc:
+            raise CliError(str(exc)) from None
+        except KeyboardInterrupt:
+            stderr.print(f"interrupted: finished entries are in {out / 'results.jsonl'}; "
+                         f"continue with: awm bench bfcl run --resume {out}")
+            return 130
+    print_report(meta)
+    stderr.print(f"run directory: {out.resolve()}")
+    if meta["totals"]["errors"]:
+        stderr.print(f"{meta['totals']['errors']} entries errored (not scored); rerun them with "
+                     f"awm bench bfcl run --resume {out}")
+    return 0
+
+
+def print_report(meta: dict) -> None:
+    title = f"BFCLv3 · {meta.get('model', '')} · {meta.get('mode')} mode" + \
+        (f" · {meta['policy']}" if meta.get("policy") else "")
+    table = RichTable(title=title)
+    for col in ("category", "group", "correct", "scored", "accuracy %", "errors"):
+        table.add_column(col, justify="left" if col in ("category", "group") else "right")
+    for name, row in meta["categories"].items():
+        scored = str(row["scored"]) + ("" if row["scored"] >= row["size"] else f" of {row['size']}")
+        table.add_row(name, row["group"], str(row["correct"]), scored, scores.pct(row["accuracy"]),
+                      str(row["errors"]) if row["errors"] else "-")
+    stdout.print(table)
+    for section, rows in scores.report_rows(meta).items():
+        part = RichTable(title=section, show_header=False)
+        part.add_column("what")
+        part.add_column("%", justify="right")
+        for label, value in rows:
+            part.add_row(label, value)
+        stdout.print(part)
+    if meta["unsatisfiable"]:
+        stdout.print("entries no answer can pass (in this mode):", markup=False)
+        for u in meta["unsatisfiable"]:
+            stdout.print(f"  {u['id']} ({u['verdict'] or 'not run'}): {u['reason']}", markup=False)
+    if meta.get("data"):
+        stderr.print(meta["data"], markup=False)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from awm_engine.bench.bfcl.bfcl_files import score_files
+
+    _require()
+    try:
+        result = asyncio.run(score_files(args.files, args.mode, args.out))
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    result.update(model=", ".join(result["models"]), bfcl_eval=wheel.BFCL_EVAL_VERSION)
+    if args.json:
+        print_json(result)
+    elif args.markdown:
+        print(scores.markdown(result), end="")
+    else:
+        print_report(result)
+        for path in result["score_files"]:
+            stderr.print(f"wrote {path}", markup=False)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from awm_engine.bench.bfcl.run import current_metadata, is_bfcl_run
+
+    if not is_bfcl_run(args.run_dir):
+        raise CliError(f"{args.run_dir} is not a BFCL run (no config.json with \"benchmark\": \"bfcl\")")
+    meta = current_metadata(args.run_dir)
+    if args.json:
+        print_json(meta)
+    elif args.markdown:
+        print(scores.markdown(meta), end="")
+    else:
+        print_report(meta)
+    return 0
