@@ -46,7 +46,20 @@ async def settle(app, pilot):
     await pilot.pause()
 
 
+async def diagnose_all() -> None:
+    """``awm env doctor`` on the sample environments: the catalog then shows their health and problem counts."""
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.runtime.pool import EnvPool
+    from awm_engine.verify.doctor import diagnose
+
+    catalog = Catalog.load()
+    async with EnvPool(workers=2) as pool:
+        for scenario in catalog:
+            await diagnose(scenario, pool, catalog)
+
+
 async def browse(runs: Path) -> None:
+    await diagnose_all()
     app = AwmApp(None, cursor_blink=False, runs_root=runs)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)

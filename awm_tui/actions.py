@@ -50,6 +50,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("tools.source", "toggle_source", "ctrl+s", "Handler source", "environment", show=False),
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
+    ActionSpec("env.doctor", "diagnose", "ctrl+d", "Diagnose (awm env doctor)", "environment", show=False),
     ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
     ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play", priority=True),
     ActionSpec("play.select_all", "select_all_text", "ctrl+a", "Select all (text field)", "play", show=False,

@@ -294,19 +294,16 @@ def cmd_test(args: argparse.Namespace) -> int:
     return asyncio.run(_test(args))
 
 
-SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
-DETAIL_LINES = 8  # a problem's detail in the text listing; tracebacks are shown whole, --json has every detail
-
-
-def detail_text(detail: str, indent: str = " " * 12) -> str:
-    lines = detail.rstrip().splitlines()
-    if len(lines) > DETAIL_LINES and not lines[0].startswith("Traceback"):
-        lines = lines[:DETAIL_LINES] + [f"… {len(lines) - DETAIL_LINES} more (--json has them all)"]
-    return "\n".join(indent + line for line in lines)
-
-
 async def _doctor(args: argparse.Namespace) -> int:
-    from awm_engine.verify.doctor import FORMAT_VERSION, SEVERITIES, diagnose, grouped, summarize
+    from awm_engine.verify.doctor import (
+        FORMAT_VERSION,
+        SEVERITIES,
+        SEVERITY_STYLE,
+        diagnose,
+        grouped,
+        shown_detail,
+        summarize,
+    )
 
     if args.all and args.scenarios:
         raise CliError("give scenarios or --all, not both")
@@ -331,7 +328,8 @@ async def _doctor(args: argparse.Namespace) -> int:
             style = SEVERITY_STYLE.get(p.severity, "white")
             stdout.print(f"  [{style}]{p.severity:7}[/{style}] {p.kind:15} {escape(where):22} {escape(p.message)}")
             if p.detail:
-                stdout.print(escape(detail_text(p.detail)), style="dim", highlight=False)
+                stdout.print(escape("\n".join(" " * 12 + line for line in shown_detail(p.detail))), style="dim",
+                             highlight=False)
     stdout.print(f"{len(diagnoses)} environments: {summarize(counts)} (--json has every field)")
     return 0
 

@@ -39,6 +39,7 @@ from awm_engine.verify.verification import (
 
 FORMAT_VERSION = 1  # of ``awm env doctor --json`` and of the cached diagnoses
 SEVERITIES = ("error", "warning", "info")
+SEVERITY_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}  # how front ends colour them
 
 # kind -> (its usual severity, what it means): the README's table of problem kinds
 KINDS: dict[str, tuple[str, str]] = {
@@ -171,6 +172,14 @@ def grouped(problems: list[Problem]) -> list[tuple[str, Problem]]:
             out.append((f"tasks {_ranges([m.task for m in members])}" + (f" ({first.mode})" if first.mode else ""),
                         first))
     return out
+
+
+def shown_detail(detail: str, limit: int = 8) -> list[str]:
+    """A problem's detail for a listing: tracebacks whole, anything else cut after ``limit`` lines."""
+    lines = detail.rstrip().splitlines()
+    if len(lines) > limit and not lines[0].startswith("Traceback"):
+        lines = lines[:limit] + [f"… {len(lines) - limit} more (awm env doctor --json has them all)"]
+    return lines
 
 
 # -- the cache ----------------------------------------------------------------------------------------------

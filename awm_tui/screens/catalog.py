@@ -1,4 +1,4 @@
-"""The catalog: every loaded environment, filtered as you type, sortable, with counts and health."""
+"""The catalog: every loaded environment, filtered as you type, sortable, with counts, health and problems."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,20 +11,43 @@ from textual.widgets import Footer, Header, Input, Static
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.catalog_rows import CatalogRow
 from awm_engine.runtime.health import cached_health
+from awm_engine.verify.doctor import cached_diagnosis
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
 
-COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health")
-WIDTHS = (30, 24, 6, 5, 5, 7, 7, 14)  # least widths: scenario, then name widen to their longest cell when there is room
+COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health", "problems")
+WIDTHS = (30, 24, 6, 5, 5, 7, 7, 14, 12)  # least widths: scenario, then name widen to their longest cell when there is room
+
+
+@dataclass(frozen=True, order=True)
+class ProblemCount:
+    """The problems cell: how many problems the last ``awm env doctor`` found (``—``: never diagnosed, or the
+    environment changed since), and how many of them are errors. Sorts by count, then errors."""
+
+    total: int  # -1: never diagnosed
+    errors: int = 0
+
+    def __str__(self) -> str:
+        if self.total < 0:
+            return "—"
+        return f"{self.total}" + (f" ({self.errors} err)" if self.errors else "")
+
+
+def problem_cell(s: Scenario) -> ProblemCount:
+    diagnosis = cached_diagnosis(s)
+    if diagnosis is None:
+        return ProblemCount(-1)
+    return ProblemCount(len(diagnosis.problems), diagnosis.counts()["error"])
 
 
 @dataclass
 class Row:
-    """A listed environment: the engine's catalog row and the health cell."""
+    """A listed environment: the engine's catalog row, the health cell and the problems cell."""
 
     data: CatalogRow
     health: str
+    problems: ProblemCount = ProblemCount(-1)
 
     @property
     def key(self) -> str:
@@ -37,7 +60,7 @@ class Row:
     def cells(self) -> tuple:
         d = self.data
         return (d.scenario, d.name, d.tables or 0, d.tools or 0, d.tasks, d.coverage("sql"), d.coverage("code"),
-                self.health)
+                self.health, self.problems)
 
 
 def health_cell(s: Scenario) -> str:
@@ -52,7 +75,7 @@ def health_cell(s: Scenario) -> str:
 
 
 def catalog_rows(catalog: Catalog) -> list[Row]:
-    return [Row(CatalogRow.from_scenario(s), health_cell(s)) for s in catalog]
+    return [Row(CatalogRow.from_scenario(s), health_cell(s), problem_cell(s)) for s in catalog]
 
 
 class CatalogScreen(Screen):
@@ -89,6 +112,15 @@ class CatalogScreen(Screen):
         catalog = Catalog.load(self.data_dirs)
         rows = catalog_rows(catalog)
         self.app.call_from_thread(self._loaded, catalog, rows)
+
+    def on_screen_resume(self) -> None:
+        """Back from an environment: its health and problems may have been computed there (ctrl+d)."""
+        key = self.selected_key()
+        row = next((r for r in self.rows if r.key == key), None)
+        if row is not None and self.catalog is not None and key in self.catalog:
+            scenario = self.catalog.get(key)
+            row.health, row.problems = health_cell(scenario), problem_cell(scenario)
+            self.refill()
 
     def _loaded(self, catalog: Catalog, rows: list[Row]) -> None:
         self.catalog = catalog

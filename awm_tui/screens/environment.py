@@ -24,8 +24,10 @@ from awm_engine.data.sql_guard import Deadline, quote_ident, read_only
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.health import cached_health, invalid_schemas
 from awm_engine.runtime.openapi_tools import schema_problem_note
+from awm_engine.verify.doctor import Diagnosis, diagnose, quick_diagnosis
 
 from ..actions import bindings
+from ..widgets.problems import problems_view
 
 PAGE = 50
 SQL_LIMIT = 500
@@ -64,6 +66,8 @@ class EnvironmentScreen(Screen):
         self.build_note = ""
         self.show_source = False
         self.current_tool = 0
+        self.diagnosis: Diagnosis | None = None  # from ctrl+d (awm env doctor); else the cached or static one
+        self.diagnosing = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -129,17 +133,28 @@ class EnvironmentScreen(Screen):
                              ("verifiers", f"sql {s.verifier_coverage('sql')}/{n}, code {s.verifier_coverage('code')}/{n}"),
                              ("reference solutions", len(s.solution_refs) or "none"), ("health", health_text)):
             facts.add_row(label, escape(str(value)))
-        parts: list = [Text(s.name, style="bold"), Text(""), Text(s.description or "(no description)"), Text(""),
-                       facts]
-        if s.issues:
-            parts += [Text(""), Text("Data problems", style="bold red")]
-            parts += [Text(f"• {i.message}", style="red") for i in s.issues]
-        shadowed = [t for t in self.tools if t.shadowed_by]
-        if shadowed:
-            parts += [Text(""), Text("Routes hidden over MCP", style="bold yellow")]
-            parts += [Text(f"• {t.name} ({t.method} {t.path}) is listed as {t.shadowed_by}", style="yellow")
-                      for t in shadowed]
-        return Group(*parts)
+        diagnosis = self.diagnosis or quick_diagnosis(s, getattr(self.app, "catalog", None))
+        return Group(Text(s.name, style="bold"), Text(""), Text(s.description or "(no description)"), Text(""), facts,
+                     Text(""), problems_view(diagnosis, self.diagnosing))
+
+    def action_diagnose(self) -> None:
+        """Every check of ``awm env doctor`` (its CLI twin) on this environment, in the app's worker pool."""
+        self.action_show_tab("overview")
+        if not self.diagnosing:
+            self.diagnosing = True
+            self.query_one("#overview-body", Static).update(self.overview())
+            self.run_doctor()
+
+    @work(exclusive=True, group="doctor")
+    async def run_doctor(self) -> None:
+        try:
+            pool = await self.app.get_pool()
+            self.diagnosis = await diagnose(self.scenario, pool, getattr(self.app, "catalog", None))
+        except Exception as exc:  # noqa: BLE001 - diagnose never raises for a bad scenario; the pool might
+            self.notify(f"{type(exc).__name__}: {exc}", title="awm env doctor", severity="error")
+        finally:
+            self.diagnosing = False
+            self.query_one("#overview-body", Static).update(self.overview())
 
     # -- schema -------------------------------------------------------------------------------
     def fill_schema(self) -> None:

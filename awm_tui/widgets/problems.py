@@ -1,0 +1,38 @@
+"""The Problems list of an environment (Overview tab): what ``awm env doctor`` found, worst first."""
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from awm_engine.verify.doctor import SEVERITY_STYLE, Diagnosis, grouped, shown_detail
+
+
+def problems_view(diagnosis: Diagnosis | None, running: bool = False) -> Group:
+    """A heading with the counts, then one row per problem (severity, kind, where, message) with its detail
+    (statement, traceback) dim below it. ``diagnosis`` None: not diagnosed yet; not ``complete``: only the checks
+    that need nothing run (``doctor.quick_diagnosis``)."""
+    key = diagnosis.scenario if diagnosis else "SCENARIO"
+    if running:
+        note = "diagnosing… (building the database, the health check, every verifier on the initial database)"
+    elif diagnosis is None or not diagnosis.complete:
+        note = f"static checks only; ctrl+d runs every check (CLI: awm env doctor {key})"
+    else:
+        note = f"from awm env doctor {key}; ctrl+d runs it again"
+    counts = diagnosis.counts() if diagnosis else {}
+    worst = next((severity for severity in counts if counts[severity]), None)
+    style = SEVERITY_STYLE[worst] if worst else ("green" if diagnosis and diagnosis.complete else "")
+    summary = diagnosis.summary() if worst else "none found"
+    heading = Text.assemble(("Problems", "bold"), "  ", (summary, f"bold {style}"), " · " + note)
+    if not worst:
+        return Group(heading)
+    table = RichTable.grid(padding=(0, 1))
+    for column in ("severity", "kind", "where", "message"):
+        table.add_column(column, no_wrap=column != "message", overflow="fold" if column == "message" else "ellipsis")
+    for where, problem in grouped(diagnosis.problems):
+        style = SEVERITY_STYLE.get(problem.severity, "")
+        table.add_row(Text(problem.severity, style=style), Text(problem.kind), Text(where, style="dim"),
+                      Text(problem.message))
+        if problem.detail:
+            table.add_row("", "", "", Text("\n".join(shown_detail(problem.detail)), style="dim"))
+    return Group(heading, table)
