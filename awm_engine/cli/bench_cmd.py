@@ -68,6 +68,10 @@ def register(verbs) -> None:
     output.add_argument("--markdown", action="store_true")
     report.set_defaults(func=cmd_report)
 
+    from awm_engine.cli import mcp_universe_cmd  # awm bench mcp-universe …, awm bench report
+
+    mcp_universe_cmd.register(which)
+
 
 def _require() -> None:
     if (reason := wheel.problem()) is not None:

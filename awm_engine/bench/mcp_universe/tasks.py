@@ -73,6 +73,7 @@ class Task:
     evaluators: list[dict[str, Any]] = field(default_factory=list)
     cleanups: list[dict[str, Any]] = field(default_factory=list)
     category: str = "general"
+    instruction: str = ""  # the suite agent's instruction
 
     @property
     def domain(self) -> str:
@@ -107,20 +108,40 @@ def configs_dir(root: Path | str) -> Path:
                     "mcpuniverse/benchmark/configs/{test,mcpuniverse}")
 
 
-def suite_task_paths(yaml_path: Path) -> list[str]:
-    """The ``tasks`` of the ``kind: benchmark`` documents of a suite YAML (commented-out entries are not read)."""
+@dataclass
+class Suite:
+    tasks: list[str]  # task paths as the YAML lists them (commented-out entries are not read)
+    servers: list[str] = field(default_factory=list)  # the benchmark agent's servers (for tasks that name none)
+    instruction: str = ""  # the benchmark agent's instruction
+
+
+def read_suite(yaml_path: Path) -> Suite:
+    """The ``kind: benchmark`` documents' tasks, and the servers and instruction of the agent they name."""
     import yaml
 
     try:
-        docs = list(yaml.safe_load_all(yaml_path.read_text()))
+        docs = [d for d in yaml.safe_load_all(yaml_path.read_text()) if isinstance(d, dict)]
     except (OSError, yaml.YAMLError) as exc:
         raise TaskError(f"cannot read suite {yaml_path}: {exc}") from None
     paths: list[str] = []
+    agent_names = []
     for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "benchmark":
+        if doc.get("kind") == "benchmark":
             spec = doc.get("spec") or {}
             paths += [str(p) for p in spec.get("tasks") or []]
-    return paths
+            agent_names.append(spec.get("agent"))
+    suite = Suite(paths)
+    for doc in docs:
+        spec = doc.get("spec") or {}
+        if doc.get("kind") == "agent" and (spec.get("name") in agent_names or not suite.servers):
+            config = spec.get("config") or {}
+            suite.servers = [s["name"] if isinstance(s, dict) else str(s) for s in config.get("servers") or []]
+            suite.instruction = str(config.get("instruction") or "")
+    return suite
+
+
+def suite_task_paths(yaml_path: Path) -> list[str]:
+    return read_suite(yaml_path).tasks
 
 
 def resolve_task_path(base: Path, entry: str) -> Path:
@@ -137,7 +158,8 @@ def resolve_task_path(base: Path, entry: str) -> Path:
     raise TaskError(f"suite entry {entry!r}: no file {base / Path(*parts[-2:])}")
 
 
-def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None) -> Task:
+def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None, default_servers: list[str] | None = None,
+              instruction: str = "") -> Task:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -146,6 +168,7 @@ def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None) -> T
         raise TaskError(f"{path}: not an MCP-Universe task (no question)")
     folder = path.parent.name
     servers = [s["name"] if isinstance(s, dict) else str(s) for s in data.get("mcp_servers") or []]
+    servers = servers or list(default_servers or [])  # v1.0.0 financial and 3D tasks name none: the agent's
     evaluators = []
     for i, e in enumerate(data.get("evaluators") or []):
         if not isinstance(e, dict) or not isinstance(e.get("func"), str):
@@ -155,7 +178,7 @@ def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None) -> T
     return Task(id=f"{folder}/{path.stem}", path=path, folder=folder, suite=suite,
                 question=render(data["question"], env), output_format=data.get("output_format"),
                 mcp_servers=servers, evaluators=evaluators, cleanups=list(data.get("cleanups") or []),
-                category=data.get("category") or "general")
+                category=data.get("category") or "general", instruction=instruction)
 
 
 def load_suite(root: Path | str, suite: str, env: Mapping[str, str] | None = None) -> list[Task]:
@@ -163,7 +186,8 @@ def load_suite(root: Path | str, suite: str, env: Mapping[str, str] | None = Non
     yaml_path = base / f"{suite}.yaml"
     if not yaml_path.is_file():
         raise TaskError(f"no suite {suite!r} in {base} (suites: {', '.join(available_suites(base))})")
-    return [load_task(resolve_task_path(base, p), suite, env) for p in suite_task_paths(yaml_path)]
+    spec = read_suite(yaml_path)
+    return [load_task(resolve_task_path(base, p), suite, env, spec.servers, spec.instruction) for p in spec.tasks]
 
 
 def available_suites(base: Path) -> list[str]:

@@ -1,0 +1,365 @@
+"""``awm bench mcp-universe run | score``: MCP-Universe tasks through awm's rollout engine, into a run directory.
+
+The run directory has the formats of ``awm eval run`` (``awm_engine.data.run_formats``): ``config.json``
+(``McpuConfig``, ``"benchmark": "mcp-universe"``), ``results.jsonl`` (one fsync'd line per task, via
+``eval.results.ResultsWriter``), ``metadata.json`` (success rates, rewritten as the run goes), one writer at a
+time (``eval.batch.lock_run_dir``), resume (errored and torn lines dropped, only what is missing is run), and
+one rollout directory per task under ``rollouts/<folder>/<task>/`` (``events.jsonl``, ``trajectory.json``, the
+servers' logs).
+
+Two agent modes, both through ``agent.rollout.Rollout`` over a ``McpServersEpisode``:
+
+- ``function_call``: native OpenAI tool calls; every server's tools named ``server__tool`` with their MCP input
+  schemas; the final answer is the assistant's reply without a call.
+- ``react``: text tool calls, one per step (awm's meta protocol: ``call_tool`` with ``tool_name`` and JSON
+  ``arguments``), the tool descriptions in the system prompt, a thought before each action.
+
+In both, the model is asked to finish with ``{"thought": …, "answer": …}``; the ``answer`` (JSON-encoded when it is
+an object or a list) is what the evaluators read, else the reply as it is.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.meta_protocol import robust_json
+from awm_engine.agent.policies import LLMPolicy, PolicyError
+from awm_engine.agent.rollout import AgentConfig, Rollout
+from awm_engine.bench.mcp_universe import evaluators, scores, tasks
+from awm_engine.bench.mcp_universe.episode import McpServersEpisode
+from awm_engine.bench.mcp_universe.servers import ServerDef, load_servers
+from awm_engine.data.run_formats import CONFIG, METADATA
+from awm_engine.eval.batch import Progress as EvalProgress
+from awm_engine.eval.batch import lock_run_dir
+from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, read_records
+from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.sandbox.host import protections
+
+BENCHMARK = "mcp-universe"
+MODES = ("function_call", "react")
+DEFAULT_MAX_STEPS = 20
+SIMULATION_NOTE = ("offline simulation against stand-in MCP servers with fixed data: not comparable with the "
+                   "paper, the leaderboard or AWM")
+
+FORMAT_TEXT = ("Give your final answer as JSON in exactly this shape (valid JSON only, no code fences, no text "
+               "around it):\n{format}")
+FINISH_TEXT = ('When you are done, reply without any tool call with a JSON object {{"thought": "...", "answer": ...}} '
+               "whose answer is your final answer.")
+
+
+def user_prompt(task: tasks.Task) -> str:
+    """The question, then the required answer format (MCP-Universe's structure, our own words)."""
+    text = task.question
+    if task.output_format is not None:
+        text += "\n\n" + FORMAT_TEXT.format(format=json.dumps(task.output_format, indent=2, ensure_ascii=False))
+    return text
+
+
+def system_prompt(mode: str, tools: list[dict[str, Any]], max_steps: int, instruction: str = "",
+                  today: str | None = None) -> str:
+    """Today's date, the suite agent's instruction, the step budget, (react) the tools and the call format, and the
+    final-answer format."""
+    today = today or time.strftime("%Y-%m-%d")
+    head = (f"{instruction or 'You are an agent that solves the user task with the tools of MCP servers.'}\n"
+            f"Today is {today}. You have at most {max_steps} steps; use one tool per step.")
+    if mode == "function_call":
+        return head + "\n\n" + FINISH_TEXT.format()
+    listing = "\n".join(f"- {t['name']}: {t.get('description') or ''}\n  input schema: "
+                        f"{json.dumps(t.get('inputSchema') or {}, ensure_ascii=False)}" for t in tools)
+    return (head + "\n\nTools (server__tool):\n" + listing + "\n\nEach step: first write your thought, then call one "
+            "tool by writing a JSON object between <tool_call> and </tool_call>:\n<tool_call>\n"
+            '{"name": "call_tool", "arguments": {"tool_name": "SERVER__TOOL", "arguments": "{\\"key\\": \\"value\\"}"}}'
+            "\n</tool_call>\nThe tool's result comes back in the next message. " + FINISH_TEXT.format())
+
+
+def final_answer(text: str) -> str:
+    """The ``answer`` of a ``{"thought", "answer"}`` reply (objects and lists JSON-encoded), else the reply."""
+    stripped = (text or "").strip()
+    parsed = None
+    if stripped.startswith(("{", "`")):
+        try:
+            parsed = evaluators.parse_json_text(stripped)
+        except ValueError:
+            parsed = robust_json(stripped)
+    if isinstance(parsed, dict) and "answer" in parsed:
+        answer = parsed["answer"]
+        return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    return text or ""
+
+
+@dataclass
+class McpuConfig:
+    mcp_universe: str  # the configs folder of the checkout
+    domains: list[str]
+    servers_file: str | None = None
+    servers: dict[str, Any] = field(default_factory=dict)  # ServerDef.to_dict() per server (no secrets)
+    endpoint: dict[str, Any] | None = None  # Endpoint.public() (never the key)
+    mode: str = "function_call"
+    max_steps: int = DEFAULT_MAX_STEPS
+    limit: int | None = None  # the first N tasks of each domain
+    task_ids: list[str] | None = None
+    concurrency: int = 1  # MCP-Universe runs its tasks one after another
+    simulation: bool = False  # stand-in servers: the report says so
+    benchmark: str = BENCHMARK
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return CONFIG.stamp(asdict(self))
+
+    @classmethod
+    def load(cls, run_dir: Path | str) -> "McpuConfig":
+        path = Path(run_dir) / CONFIG.file
+        data = CONFIG.read(path)
+        if data.get("benchmark") != BENCHMARK:
+            raise ValueError(f"{run_dir} is not an MCP-Universe run")
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def model(self) -> str:
+        return (self.endpoint or {}).get("model") or "unknown"
+
+
+def is_mcpu_run(run_dir: Path | str) -> bool:
+    try:
+        return json.loads((Path(run_dir) / CONFIG.file).read_text()).get("benchmark") == BENCHMARK
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def select(config: McpuConfig) -> list[tasks.Task]:
+    chosen = tasks.load_benchmark(config.mcp_universe, config.domains)
+    if config.task_ids:
+        wanted = set(config.task_ids)
+        chosen = [t for t in chosen if t.id in wanted or t.path.stem in wanted]
+    if config.limit is not None:
+        per: dict[str, int] = {}
+        kept = []
+        for t in chosen:
+            per[t.suite] = per.get(t.suite, 0) + 1
+            if per[t.suite] <= config.limit:
+                kept.append(t)
+        chosen = kept
+    return chosen
+
+
+def task_result(record: dict[str, Any]) -> dict[str, Any]:
+    """A results line as ``scores.success_rates`` reads it."""
+    status = "error" if record.get("status") == "error" else record.get("label") or "fail"
+    verdict = record.get("verdict") or {}
+    return {"id": record["id"], "domain": record.get("domain"), "awm_column": record.get("awm_column"),
+            "status": status, "needs": verdict.get("needs") or [], "steps": record.get("steps"),
+            "evaluator_score": verdict.get("evaluator_score")}
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    results = [task_result(r) for r in records]
+    return {"paper": scores.success_rates(results, "paper"), "awm": scores.success_rates(results, "awm")}
+
+
+def write_metadata(out: Path, config: McpuConfig, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    records = read_records(out / "results.jsonl")
+    meta = METADATA.stamp({"benchmark": BENCHMARK, "model": config.model, "mode": config.mode,
+                           "simulation": config.simulation, "note": SIMULATION_NOTE if config.simulation else None,
+                           "results": len(records), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                           **summarize(records), **(extra or {})})
+    tmp = out / (METADATA.file + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    tmp.replace(out / METADATA.file)
+    return meta
+
+
+def current_metadata(run_dir: Path | str) -> dict[str, Any]:
+    """The run's metadata recomputed from ``results.jsonl`` (fresh while it runs or after a crash); read-only."""
+    run_dir = Path(run_dir)
+    config = McpuConfig.load(run_dir)
+    path = run_dir / METADATA.file
+    meta = METADATA.read(path) if path.is_file() else {}
+    records = read_records(run_dir / "results.jsonl")
+    return {**meta, "benchmark": BENCHMARK, "model": config.model, "mode": config.mode,
+            "simulation": config.simulation, "note": SIMULATION_NOTE if config.simulation else None,
+            "results": len(records), **summarize(records)}
+
+
+@dataclass
+class Progress(EvalProgress):
+    """``awm eval run``'s progress, plus tasks passed and tasks whose evaluators need a service."""
+
+    passed: int = 0
+    needs: int = 0
+
+
+def _base_record(task: tasks.Task) -> dict[str, Any]:
+    return {"id": task.id, "scenario": task.folder, "task_id": task.path.stem, "sample": 0, "suite": task.suite,
+            "domain": task.domain, "awm_column": task.awm_column, "servers": task.mcp_servers}
+
+
+def verdict_fields(task: tasks.Task, answer: str, judge: evaluators.Judge | None) -> dict[str, Any]:
+    verdict = evaluators.evaluate_task(task.evaluators, answer, judge)
+    return {"label": verdict.status, "has_verdict": verdict.status != "needs",
+            "reward": {"pass": 1.0, "fail": 0.0}.get(verdict.status), "verdict": verdict.to_dict()}
+
+
+async def run_task(task: tasks.Task, config: McpuConfig, servers: dict[str, ServerDef], endpoint: Endpoint,
+                   out: Path, judge: evaluators.Judge | None = None, policy=None) -> dict[str, Any]:
+    record = _base_record(task)
+    run_dir = out / "rollouts" / task.folder / task.path.stem
+    missing = [s for s in task.mcp_servers if s not in servers]
+    if missing:
+        return {**record, "status": "error", "error_kind": "environment_error",
+                "error": f"no definition for server(s) {', '.join(missing)} in the servers file"}
+    episode = None
+    own_policy = policy is None
+    policy = policy or LLMPolicy(endpoint)
+    try:
+        episode = await McpServersEpisode.start([servers[s] for s in task.mcp_servers], run_dir)
+        mode = "native" if config.mode == "function_call" else "meta"
+        agent = AgentConfig(mode=mode, protocol="robust", max_turns=config.max_steps,
+                            system_prompt=system_prompt(config.mode, episode.list_tools(), config.max_steps,
+                                                      task.instruction),
+                            tool_name_style="plain", episode_timeout=None)
+        rollout = Rollout(episode, task.folder, task.path.stem, user_prompt(task), policy, agent,
+                          meta={"model": config.model, "api_url": (config.endpoint or {}).get("base_url", ""),
+                                "benchmark": BENCHMARK, "mcp_universe_task": task.id})
+        finished = await rollout.run()
+    except EnvLoadError as exc:
+        return {**record, "status": "error", "error_kind": "environment_error", "error": str(exc)}
+    except PolicyError as exc:
+        return {**record, "status": "error", "error_kind": "llm_error", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - one task's failure must not end the run
+        return {**record, "status": "error", "error_kind": "internal_error",
+                "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    finally:
+        if episode is not None:
+            await episode.close()
+        if own_policy:
+            await policy.aclose()
+    answer = final_answer(finished.final_answer)
+    if finished.stop_reason == "llm_error":
+        return {**record, "status": "error", "error_kind": "llm_error", "error": finished.error,
+                "run_dir": str(run_dir)}
+    fields = await asyncio.to_thread(verdict_fields, task, answer, judge)
+    return {**record, "status": "ok", "stop_reason": finished.stop_reason, "final_answer": answer,
+            "raw_final": finished.final_answer, "steps": finished.iterations, "tool_calls": finished.tool_calls,
+            "usage": finished.usage, "run_dir": str(run_dir), **fields}
+
+
+async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, servers: dict[str, ServerDef],
+                   resume: bool = False, judge: evaluators.Judge | None = None,
+                   on_progress: Callable[[Progress, dict | None], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) ``config`` into ``out``; returns the final metadata."""
+    out = Path(out).resolve()
+    chosen = select(config)
+    if not chosen:
+        raise ValueError("no tasks selected")
+    out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(out)
+    try:
+        results = out / "results.jsonl"
+        if resume:
+            compact(results, lambda s: s.get("status") == "ok")
+        (out / CONFIG.file).write_text(json.dumps(config.to_dict(), indent=2))
+        index = ResultsIndex(results)
+        index.refresh()
+        done = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
+        todo = [t for t in chosen if t.id not in done]
+        progress = Progress(total=len(chosen), skipped=len(chosen) - len(todo))
+        facts = {"sandbox": protections().to_dict(), "expected": len(chosen)}
+        write_metadata(out, config, {**facts, "running": True})
+        writer = ResultsWriter(results)
+        semaphore = asyncio.Semaphore(max(1, config.concurrency))
+
+        async def one(task: tasks.Task) -> None:
+            async with semaphore:
+                record = await run_task(task, config, servers, endpoint, out, judge)
+            await writer.awrite(record)
+            progress.done += 1
+            if record["status"] == "error":
+                progress.errors += 1
+            elif record["label"] == "needs":
+                progress.needs += 1
+            else:
+                progress.scored += 1
+                progress.passed += record["label"] == "pass"
+            write_metadata(out, config, {**facts, "running": True})
+            if on_progress:
+                on_progress(progress, record)
+
+        try:
+            await asyncio.gather(*(one(t) for t in todo))
+        finally:
+            writer.close()
+        return write_metadata(out, config, {**facts, "running": False})
+    finally:
+        lock.close()
+
+
+def rescore(run_dir: Path | str, judge: evaluators.Judge | None = None) -> dict[str, Any]:
+    """Evaluate every stored final answer again (e.g. with a judge now), rewriting results and metadata."""
+    run_dir = Path(run_dir).resolve()
+    config = McpuConfig.load(run_dir)
+    index = tasks.task_index(config.mcp_universe)
+    lock = lock_run_dir(run_dir)
+    try:
+        records = read_records(run_dir / "results.jsonl")
+        tmp = run_dir / "results.jsonl.rescore"
+        tmp.unlink(missing_ok=True)
+        writer = ResultsWriter(tmp)
+        for r in records:
+            task = index.get(r["id"])
+            if r.get("status") == "ok" and task is not None:
+                r = {**r, **verdict_fields(task, r.get("final_answer") or "", judge)}
+            writer.write(r)
+        writer.close()
+        tmp.replace(run_dir / "results.jsonl")
+        return write_metadata(run_dir, config, {"rescored": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    finally:
+        lock.close()
+
+
+def score_answers(root: Path | str, answers: dict[str, str], judge: evaluators.Judge | None = None
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Verdicts for ``{task id or file stem: final answer}`` (no run needed) and their success rates."""
+    index = tasks.task_index(root)
+    by_stem = {t.path.stem: t for t in index.values()}
+    rows = []
+    for key, answer in answers.items():
+        task = index.get(key) or by_stem.get(key)
+        if task is None:
+            raise tasks.TaskError(f"unknown task {key!r}")
+        rows.append({**_base_record(task), "status": "ok", "final_answer": answer,
+                     **verdict_fields(task, answer, judge)})
+    return rows, summarize(rows)
+
+
+def make_judge(endpoint: Endpoint) -> evaluators.Judge:
+    """An LLM judge in the BrowseComp style over an OpenAI-compatible endpoint (MCP-Universe uses gpt-4.1): it
+    passes when the text after ``correct:`` says yes."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
+                    max_retries=endpoint.max_retries)
+
+    def judge(question: str, response: str, correct: str) -> bool:
+        prompt = (f"Judge whether the response answers the question correctly, given the correct answer.\n\n"
+                  f"[question]: {question}\n\n[response]: {response}\n\n[correct_answer]: {correct}\n\n"
+                  "Reply with the final answer you extract from the response (extracted_final_answer: ...), a "
+                  "one-sentence reasoning (reasoning: ...), and correct: yes if it matches the correct answer "
+                  "(allowing small differences in formatting), otherwise correct: no.")
+        for _ in range(3):
+            try:
+                out = client.chat.completions.create(model=endpoint.model, temperature=0,
+                                                     messages=[{"role": "user", "content": prompt}])
+            except Exception:  # noqa: BLE001 - retried, then the evaluator fails
+                continue
+            text = (out.choices[0].message.content or "") if out.choices else ""
+            if "correct:" in text.lower():
+                return "yes" in text.lower().rsplit("correct:", 1)[1]
+        raise RuntimeError("the judge gave no verdict")
+
+    return judge

@@ -1,0 +1,200 @@
+"""One table across benchmarks, shaped like the AWM paper's results table: one row per model, one column group per
+benchmark (AWM environments, BFCLv3, τ²-bench, MCP-Universe), with n and 95 % confidence intervals where a column
+is a proportion over n items.
+
+The interface between a benchmark and this table is ``report_columns(run_dir) -> dict``::
+
+    {"benchmark": "bfcl" | "tau2" | "mcp-universe" | "awm", "model": str,
+     "columns": {"<column>": {"value": float | None, "n": int | None, "ci95": [lo, hi] | None}},
+     "notes": [str, ...]}
+
+A run directory's ``config.json`` says its benchmark (``"benchmark": …``; an ``awm eval run`` directory has none).
+The readers below exist for awm evaluations, BFCL and MCP-Universe; any other benchmark is read through its
+package's own ``run.report_columns`` when it has one, else through a ``report_columns`` entry of its
+``metadata.json`` (the same dict), else the run is skipped with the reason. A benchmark without runs leaves its
+group empty.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from awm_engine.data.run_formats import CONFIG, METADATA
+
+# benchmark -> (group title, its columns in the table's order)
+GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "awm": ("AWM environments", ("Completion", "Mean reward")),
+    "bfcl": ("BFCLv3", ("Non-Live", "Live", "Multi-Turn", "Overall")),
+    "tau2": ("τ²-bench", ("Airline", "Retail", "Telecom", "Avg")),
+    "mcp-universe": ("MCP-Universe", ("Location", "Financial", "Browser", "Web", "Multi", "Overall")),
+}
+ALIASES = {"tau2-bench": "tau2", "tau2_bench": "tau2", "mcp_universe": "mcp-universe", "mcpuniverse": "mcp-universe"}
+
+
+def wilson(passed: float, n: int, z: float = 1.96) -> list[float] | None:
+    if not n:
+        return None
+    p = passed / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / denom
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def cell(value: float | None, n: int | None = None, proportion: bool = False) -> dict[str, Any]:
+    ci = wilson(value * n, n) if proportion and value is not None and n else None
+    return {"value": value, "n": n, "ci95": ci}
+
+
+def _benchmark_of(run_dir: Path) -> str:
+    path = run_dir / CONFIG.file
+    if not path.is_file():
+        raise ValueError("no config.json: not a run directory")
+    data = CONFIG.read(path)
+    name = str(data.get("benchmark") or "awm").lower()
+    return ALIASES.get(name, name)
+
+
+def _awm_eval(run_dir: Path) -> dict[str, Any]:
+    from awm_engine.eval.runs import load_eval_config, read_metadata
+
+    config = load_eval_config(run_dir)
+    meta = read_metadata(run_dir) or {}
+    overall = meta.get("overall") or {}
+    n = overall.get("scored")
+    notes = ["still running"] if meta.get("running") else []
+    return {"benchmark": "awm", "model": config.model,
+            "columns": {"Completion": cell(overall.get("completion_rate"), n, proportion=True),
+                        "Mean reward": cell(overall.get("mean_reward"), n)}, "notes": notes}
+
+
+def _bfcl(run_dir: Path) -> dict[str, Any]:
+    try:
+        from awm_engine.bench.bfcl.run import current_metadata
+
+        meta = current_metadata(run_dir)
+    except Exception:  # noqa: BLE001 - fall back to the recorded metadata (e.g. the wheel is not installed)
+        meta = METADATA.read(run_dir / METADATA.file)
+    awm = meta.get("awm") or {}
+    n = (meta.get("totals") or {}).get("scored")
+    notes = [f"BFCL {meta.get('mode')} mode"] if meta.get("mode") else []
+    return {"benchmark": "bfcl", "model": meta.get("model") or "unknown",
+            "columns": {"Non-Live": cell(awm.get("non_live")), "Live": cell(awm.get("live")),
+                        "Multi-Turn": cell(awm.get("multi_turn")), "Overall": cell(awm.get("overall"), n)},
+            "notes": notes}
+
+
+def _mcp_universe(run_dir: Path) -> dict[str, Any]:
+    from awm_engine.bench.mcp_universe.run import current_metadata
+
+    meta = current_metadata(run_dir)
+    table = meta["awm"]["table"]
+    columns = {c: {"value": table[c]["sr"], "n": table[c]["scored"], "ci95": table[c]["ci95"]}
+               for c in GROUPS["mcp-universe"][1] if c in table}
+    notes = []
+    if meta.get("simulation"):
+        notes.append("MCP-Universe: offline simulation (stand-in servers), not comparable with published numbers")
+    needs = meta["awm"].get("needs_by_service") or {}
+    if needs:
+        notes.append("MCP-Universe: not scored, needing a live service: " +
+                     ", ".join(f"{s} {n}" for s, n in sorted(needs.items())))
+    return {"benchmark": "mcp-universe", "model": meta.get("model") or "unknown", "columns": columns, "notes": notes}
+
+
+def _generic(run_dir: Path, benchmark: str) -> dict[str, Any]:
+    module = f"awm_engine.bench.{benchmark.replace('-', '_')}.run"
+    try:
+        reader = getattr(importlib.import_module(module), "report_columns", None)
+    except ImportError:
+        reader = None
+    if reader is not None:
+        return reader(run_dir)
+    path = run_dir / METADATA.file
+    meta = METADATA.read(path) if path.is_file() else {}
+    if isinstance(meta.get("report_columns"), dict):
+        return meta["report_columns"]
+    raise ValueError(f"a {benchmark} run without report columns (no {module}.report_columns, no "
+                     "report_columns in metadata.json)")
+
+
+READERS: dict[str, Callable[[Path], dict[str, Any]]] = {"awm": _awm_eval, "bfcl": _bfcl,
+                                                        "mcp-universe": _mcp_universe}
+
+
+def report_columns(run_dir: Path | str) -> dict[str, Any]:
+    run_dir = Path(run_dir)
+    benchmark = _benchmark_of(run_dir)
+    reader = READERS.get(benchmark)
+    result = reader(run_dir) if reader else _generic(run_dir, benchmark)
+    result.setdefault("benchmark", benchmark)
+    result.setdefault("notes", [])
+    return result
+
+
+def build_table(run_dirs: list[Path | str]) -> dict[str, Any]:
+    """Rows by model: each benchmark group filled from that model's run (a later run of the same benchmark and model
+    replaces an earlier one, with a note)."""
+    rows: dict[str, dict[str, Any]] = {}
+    skipped = []
+    for run_dir in run_dirs:
+        try:
+            result = report_columns(run_dir)
+        except (OSError, ValueError, KeyError) as exc:
+            skipped.append({"run_dir": str(run_dir), "reason": str(exc)})
+            continue
+        model, bench = str(result.get("model") or "unknown"), result["benchmark"]
+        row = rows.setdefault(model, {"model": model, "benchmarks": {}, "runs": {}, "notes": []})
+        if bench in row["benchmarks"]:
+            row["notes"].append(f"{bench}: {row['runs'][bench]} replaced by {run_dir}")
+        row["benchmarks"][bench] = result["columns"]
+        row["runs"][bench] = str(run_dir)
+        row["notes"] += result.get("notes") or []
+    groups = {b: {"title": t, "columns": list(c)} for b, (t, c) in GROUPS.items()}
+    for row in rows.values():  # a benchmark this table does not know gets its own group
+        for b, cols in row["benchmarks"].items():
+            if b not in groups:
+                groups[b] = {"title": b, "columns": list(cols)}
+    present = {b for row in rows.values() for b in row["benchmarks"]}
+    return {"groups": groups, "present": sorted(present), "rows": list(rows.values()), "skipped": skipped}
+
+
+def _fmt(c: dict[str, Any] | None) -> str:
+    if not c or c.get("value") is None:
+        return "–"
+    text = f"{100 * c['value']:.1f}"
+    if c.get("ci95"):
+        text += f" [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
+    if c.get("n"):
+        text += f" (n={c['n']})"
+    return text
+
+
+def markdown(table: dict[str, Any]) -> str:
+    groups = table["groups"]
+    header, under, sub = ["Model"], ["---"], [""]
+    for b, g in groups.items():
+        for i, col in enumerate(g["columns"]):
+            header.append(g["title"] if i == 0 else "")
+            sub.append(col)
+            under.append("---:")
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(under) + "|", "| " + " | ".join(sub) + " |"]
+    for row in table["rows"]:
+        cells = [row["model"]]
+        for b, g in groups.items():
+            cols = row["benchmarks"].get(b)
+            cells += [_fmt(cols.get(c)) if cols else "–" for c in g["columns"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    absent = [g["title"] for b, g in groups.items() if b not in table["present"]]
+    notes = ["", "Values are percentages; [95 % CI] where a column is a proportion; n = items scored."]
+    if absent:
+        notes.append("No runs given for: " + ", ".join(absent) + ".")
+    for row in table["rows"]:
+        notes += [f"- {row['model']}: {n}" for n in row["notes"]]
+    return "\n".join(lines + notes) + "\n"
+
+
+def to_json(table: dict[str, Any]) -> str:
+    return json.dumps(table, indent=2, ensure_ascii=False)

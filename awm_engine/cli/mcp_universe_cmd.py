@@ -1,0 +1,257 @@
+"""``awm bench mcp-universe tasks | run | score | report`` and ``awm bench report`` (one table across benchmarks).
+
+``register(which)`` adds both to the ``awm bench`` benchmark sub-parsers (``bench_cmd.register`` calls it).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
+from awm_engine.agent.policies import PolicyError
+from awm_engine.bench import report as bench_report
+from awm_engine.bench.mcp_universe import scores, tasks
+from awm_engine.bench.mcp_universe.servers import ServerConfigError, load_servers
+from awm_engine.cli.common import CliError, print_json, stderr, stdout
+
+
+def _output_flags(parser: argparse.ArgumentParser) -> None:
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true")
+    output.add_argument("--markdown", action="store_true")
+
+
+def _judge_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge-model", metavar="M",
+                        help="score web-search answers with this LLM judge (MCP-Universe uses gpt-4.1); without "
+                             "it those evaluators report needs: llm-judge")
+    parser.add_argument("--judge-base-url", metavar="URL", help="the judge's OpenAI-compatible base URL")
+    parser.add_argument("--judge-api-key", help=argparse.SUPPRESS)
+
+
+def register(which) -> None:
+    """Add ``mcp-universe`` and ``report`` to ``awm bench``'s benchmark sub-parsers."""
+    mcpu = which.add_parser("mcp-universe", help="MCP-Universe tasks against configured MCP servers")
+    sub = mcpu.add_subparsers(dest="mcpu_verb", metavar="ACTION")
+    sub.required = True
+
+    listing = sub.add_parser("tasks", help="the tasks of a checkout, per domain")
+    listing.add_argument("--mcp-universe", required=True, metavar="DIR", help="an MCP-Universe checkout (or its "
+                         "benchmark configs folder)")
+    listing.add_argument("--domain", nargs="+", metavar="D")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=cmd_tasks)
+
+    run = sub.add_parser("run", help="run tasks with a model against the configured MCP servers, then score them")
+    run.add_argument("--mcp-universe", metavar="DIR", help="an MCP-Universe checkout (or its configs folder)")
+    run.add_argument("--domain", nargs="+", metavar="D",
+                     help="suites or paper domains (location, financial, browser, web, repository, 3d, multi)")
+    run.add_argument("--task", nargs="+", dest="task_ids", metavar="ID", help="only these tasks (id or file stem)")
+    run.add_argument("--limit", type=int, metavar="N", help="the first N tasks of each domain")
+    run.add_argument("--servers", metavar="MCP_JSON",
+                     help='MCP server definitions: {"mcpServers": {...}} or server_list.json')
+    run.add_argument("--endpoint", metavar="NAME")
+    run.add_argument("--model", metavar="M")
+    run.add_argument("--base-url", metavar="URL")
+    run.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
+    run.add_argument("--mode", choices=["function_call", "react"], default="function_call")
+    run.add_argument("--max-steps", type=int, default=20)
+    run.add_argument("--concurrency", type=int, default=1)
+    run.add_argument("--temperature", type=float, default=None)
+    run.add_argument("--simulation", action="store_true",
+                     help="the servers are stand-ins with fixed data: the report marks the run as an offline "
+                          "simulation")
+    _judge_flags(run)
+    where = run.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="RUN_DIR")
+    where.add_argument("--resume", metavar="RUN_DIR")
+    run.add_argument("--quiet", action="store_true")
+    run.set_defaults(func=cmd_run)
+
+    score = sub.add_parser("score", help="score a run's answers again, or an answers file")
+    score.add_argument("run_dir", nargs="?", metavar="RUN_DIR")
+    score.add_argument("--answers", metavar="FILE", help='JSON {"<task id or file stem>": "<final answer>", …}')
+    score.add_argument("--mcp-universe", metavar="DIR", help="with --answers: the checkout")
+    _judge_flags(score)
+    score.add_argument("--grouping", choices=scores.GROUPINGS, default="paper")
+    _output_flags(score)
+    score.set_defaults(func=cmd_score)
+
+    report = sub.add_parser("report", help="success rates per domain and Overall")
+    report.add_argument("run_dir")
+    report.add_argument("--grouping", choices=scores.GROUPINGS, default="paper",
+                        help="paper: the six domains; awm: the AWM paper's columns (Location, Financial, Browser, "
+                             "Web, Multi)")
+    _output_flags(report)
+    report.set_defaults(func=cmd_report)
+
+    table = which.add_parser("report", help="one table across benchmarks: AWM evaluation, BFCLv3, τ²-bench and "
+                                            "MCP-Universe runs, one row per model")
+    table.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    _output_flags(table)
+    table.set_defaults(func=cmd_bench_report)
+
+
+def _judge(args: argparse.Namespace):
+    if not getattr(args, "judge_model", None):
+        return None
+    from awm_engine.bench.mcp_universe.run import make_judge
+
+    try:
+        endpoint = resolve_endpoint(None, args.judge_base_url, args.judge_model, args.judge_api_key, "native")
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return make_judge(endpoint)
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    try:
+        loaded = tasks.load_benchmark(args.mcp_universe, args.domain)
+    except tasks.TaskError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json([t.summary() for t in loaded])
+        return 0
+    by_domain: dict[str, int] = {}
+    for t in loaded:
+        by_domain[t.domain] = by_domain.get(t.domain, 0) + 1
+    for domain, n in by_domain.items():
+        stdout.print(f"{domain}: {n} tasks", highlight=False)
+    stdout.print(f"total: {len(loaded)}", highlight=False)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from awm_engine.bench.mcp_universe.run import McpuConfig, is_mcpu_run, run_mcpu, select
+
+    if args.resume:
+        if not is_mcpu_run(args.resume):
+            raise CliError(f"{args.resume} is not an MCP-Universe run")
+        config = McpuConfig.load(args.resume)
+        ep = config.endpoint or {}
+        base_url, model, servers_file = args.base_url or ep.get("base_url"), ep.get("model"), config.servers_file
+        temperature = ep.get("temperature")
+    else:
+        if not args.mcp_universe or not args.servers:
+            raise CliError("run needs --mcp-universe DIR and --servers MCP_JSON")
+        base_url, model, servers_file, temperature = args.base_url, args.model, args.servers, args.temperature
+        out = Path(args.out)
+        if (out / "results.jsonl").exists():
+            raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
+    try:
+        endpoint = resolve_endpoint(args.endpoint, base_url, model, args.api_key, "native", temperature=temperature)
+        servers = load_servers(servers_file)
+    except (ConfigError, ServerConfigError) as exc:
+        raise CliError(str(exc)) from None
+    if not args.resume:
+        try:
+            configs = str(tasks.configs_dir(args.mcp_universe).resolve())
+        except tasks.TaskError as exc:
+            raise CliError(str(exc)) from None
+        config = McpuConfig(mcp_universe=configs, domains=args.domain or list(tasks.DOMAINS),
+                            servers_file=str(Path(servers_file).resolve()),
+                            servers={n: s.to_dict() for n, s in servers.items()}, endpoint=endpoint.public(),
+                            mode=args.mode, max_steps=args.max_steps, limit=args.limit, task_ids=args.task_ids,
+                            concurrency=args.concurrency, simulation=args.simulation)
+    out = Path(args.resume or args.out)
+    try:
+        chosen = select(config)
+    except tasks.TaskError as exc:
+        raise CliError(str(exc)) from None
+    unknown = sorted({s for t in chosen for s in t.mcp_servers} - set(servers))
+    if unknown:
+        stderr.print(f"warning: no definition for server(s) {', '.join(unknown)}: their tasks will error",
+                     markup=False)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
+        job = bar.add_task(f"MCP-Universe {config.mode}", total=len(chosen), stats="")
+
+        def on_progress(p, record) -> None:
+            bar.update(job, completed=p.done + p.skipped,
+                       stats=f"passed {p.passed}/{p.scored} · needs a service {p.needs} · errors {p.errors}"
+                             + (f" · {record['id']}" if record else ""))
+
+        try:
+            meta = asyncio.run(run_mcpu(config, out, endpoint, servers, resume=bool(args.resume), judge=_judge(args),
+                                        on_progress=on_progress))
+        except (PolicyError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        except KeyboardInterrupt:
+            stderr.print(f"interrupted: finished tasks are in {out / 'results.jsonl'}; continue with: "
+                         f"awm bench mcp-universe run --resume {out}")
+            return 130
+    _print_rates(meta, "paper")
+    stderr.print(f"run directory: {out.resolve()}", markup=False)
+    return 0
+
+
+def _print_rates(meta: dict, grouping: str, fmt: str = "text") -> None:
+    summary = meta[grouping]
+    if fmt == "json":
+        print_json(meta)
+        return
+    text = scores.markdown(summary, f"MCP-Universe · {meta.get('model', '')} · {meta.get('mode', '')}",
+                           bool(meta.get("simulation")))
+    if fmt == "markdown":
+        print(text, end="")
+    else:
+        stdout.print(text, markup=False, highlight=False)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from awm_engine.bench.mcp_universe.run import is_mcpu_run, rescore, score_answers
+
+    fmt = "json" if args.json else "markdown" if args.markdown else "text"
+    judge = _judge(args)
+    if args.answers:
+        if not args.mcp_universe:
+            raise CliError("--answers needs --mcp-universe DIR")
+        try:
+            answers = json.loads(Path(args.answers).read_text())
+            rows, summary = score_answers(args.mcp_universe, answers, judge)
+        except (OSError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        if fmt == "json":
+            print_json({"tasks": rows, **summary})
+        else:
+            for r in rows:
+                stdout.print(f"{r['id']}: {r['label']}" + (f" (needs {', '.join(r['verdict']['needs'])})"
+                                                           if r["label"] == "needs" else ""), markup=False)
+            _print_rates({"model": "answers file", **summary}, args.grouping, fmt)
+        return 0
+    if not args.run_dir or not is_mcpu_run(args.run_dir):
+        raise CliError("score needs an MCP-Universe RUN_DIR or --answers FILE")
+    meta = rescore(args.run_dir, judge)
+    _print_rates(meta, args.grouping, fmt)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from awm_engine.bench.mcp_universe.run import current_metadata, is_mcpu_run
+
+    if not is_mcpu_run(args.run_dir):
+        raise CliError(f"{args.run_dir} is not an MCP-Universe run (no config.json with \"benchmark\": "
+                       "\"mcp-universe\")")
+    _print_rates(current_metadata(args.run_dir), args.grouping,
+                 "json" if args.json else "markdown" if args.markdown else "text")
+    return 0
+
+
+def cmd_bench_report(args: argparse.Namespace) -> int:
+    try:
+        table = bench_report.build_table(args.run_dirs)
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(table)
+    elif args.markdown:
+        print(bench_report.markdown(table), end="")
+    else:
+        stdout.print(bench_report.markdown(table), markup=False, highlight=False)
+    for problem in table["skipped"]:
+        stderr.print(f"skipped {problem['run_dir']}: {problem['reason']}", markup=False)
+    return 0
