@@ -73,10 +73,10 @@ def servers_file(tmp_path, monkeypatch):
     port = free_port()
     stdio = {n: {"command": sys.executable, "args": [STANDINS, n]}
              for n in ("playwright", "google-maps", "fetch", "yfinance", "calculator", "weather")}
-    stdio["google-search"] = {"command": sys.executable, "args": [STANDINS, "google-search"],
+    stdio["google-search"] = {"command": sys.executable, "args": [STANDINS, "google-search", f"marker={tmp_path}"],
                               "env": {"SERP_API_KEY": "${SERP_API_KEY}"}}
     stdio["date"] = {"type": "http", "url": f"http://127.0.0.1:{port}/mcp", "command": sys.executable,
-                     "args": [STANDINS, "date", "--http", str(port)]}
+                     "args": [STANDINS, "date", "--http", str(port), f"marker={tmp_path}"]}
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": stdio}))
     return path
@@ -92,8 +92,22 @@ async def test_servers_run_sandboxed_with_only_their_declared_variables(servers_
         assert "SERP_API_KEY" in env and "SOME_OTHER_SECRET" not in env and "AWM_SANDBOXED" in env
         assert (await episode.call_tool("date__get_today_date")).text == "2025-08-20"  # over streamable HTTP
         assert (await episode.call_tool("nosuch__tool")).error_kind == "unknown_tool"
+        assert _processes_with(f"marker={tmp_path}")
     finally:
         await episode.close()
+    await asyncio.sleep(0.5)
+    assert not _processes_with(f"marker={tmp_path}")  # closing the episode ends its servers
+
+
+def _processes_with(text: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 def _run(argv, capsys):

@@ -61,7 +61,7 @@ class ServerConnection:
             self.sandbox = Sandbox(_policy(s, writable), f"mcp_{s.name}")
             argv, env = self.sandbox.command([command, *s.args])
             transport = StdioTransport(argv[0], argv[1:], env=env, cwd=s.cwd or str(self.sandbox.tmp),
-                                       log_file=self.log_dir / f"{s.name}.log")
+                                       keep_alive=False, log_file=self.log_dir / f"{s.name}.log")
         else:
             if s.command:
                 await self._start_http_process(timeout)
