@@ -57,7 +57,7 @@ BROKEN = {"loops_at_import", "sleeps_at_import", "syntax_broken"}
 
 @pytest.fixture
 def bad_data(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWM_LOAD_TIMEOUT", "3")
+    monkeypatch.setenv("AWM_LOAD_TIMEOUT", "15")  # generous: a good scenario must load even on a busy machine
     root = tmp_path / "data"
     root.mkdir()
     files: dict[str, list] = {k: [] for k in ("gen_scenario", "gen_tasks", "gen_db", "gen_sample", "gen_envs",
