@@ -34,6 +34,7 @@ from awm_engine.runtime.episode import (
     check_schema_check,
     snapshot_database,
 )
+from awm_engine.runtime.hosted import is_hosted
 from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox import host
 from awm_engine.sandbox.launcher import (
@@ -188,6 +189,7 @@ class PoolEpisode:
         self.methods: dict[str, str] = {}
         self.task_idx: int | None = None
         self.template: dict[str, Any] | None = None  # when its template was built (``template_facts``)
+        self.options: dict[str, Any] | None = None  # what a hosted environment's episode was opened with
         self.closed = False
 
     @property
@@ -372,6 +374,8 @@ class EnvPool:
     async def _load(self, worker: WorkerProcess, scenario: Scenario) -> dict[str, Any]:
         if scenario.key in self.broken:  # failed to load before (e.g. its import never finished): fail fast
             raise EnvLoadError(self.broken[scenario.key], scenario.key)
+        if is_hosted(scenario):  # an environment awm implements itself: no code, no template (hosted.py)
+            return await self._load_hosted(worker, scenario)
         template = await self._template(scenario)
         built_at = template.report.built_at
         lock = worker.load_locks.setdefault(scenario.key, asyncio.Lock())
@@ -419,6 +423,19 @@ class EnvPool:
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
                 pass
 
+    async def _load_hosted(self, worker: WorkerProcess, scenario: Any) -> dict[str, Any]:
+        async with worker.load_locks.setdefault(scenario.key, asyncio.Lock()):
+            if scenario.key not in worker.loaded:
+                await self._make_room(worker, scenario.key)
+                try:
+                    worker.loaded[scenario.key] = await worker.request(
+                        "load", wait=self.load_timeout, scenario=scenario.key, hosted=scenario.hosted,
+                        workdir=str(worker.home))
+                except (WorkerError, asyncio.TimeoutError, TimeoutError) as exc:
+                    raise EnvLoadError(f"{scenario.key}: {exc or 'the environment did not load in time'}",
+                                       scenario.key) from None
+        return worker.loaded[scenario.key]
+
     async def load(self, scenario: Scenario) -> dict[str, Any]:
         """Load a scenario on one worker (e.g. to list its tools); raises EnvLoadError for broken code."""
         return await self._load(self._pick(scenario), scenario)
@@ -430,15 +447,16 @@ class EnvPool:
 
     async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
                            episode_id: str | None = None, task_idx: int | None = None,
-                           attach: bool = False, schema_check: str | None = None) -> PoolEpisode:
+                           attach: bool = False, schema_check: str | None = None,
+                           options: dict[str, Any] | None = None) -> PoolEpisode:
         """An isolated episode: its own ``initial.db`` and working ``final.db`` in ``run_dir`` (with
         ``attach``, the databases already in ``run_dir`` are used as they are); ``schema_check`` overrides
-        the pool's for this episode."""
+        the pool's for this episode; ``options`` go to a hosted environment's episode (e.g. its task)."""
         if task_idx is not None:
             scenario.task(task_idx)  # IndexError for a task that does not exist
         schema_check = self.schema_check if schema_check is None else check_schema_check(schema_check)
         ready = self._ready.get((scenario.key, schema_check))
-        while ready and not attach:  # a prefetched episode: handed out at once
+        while ready and not attach and options is None:  # a prefetched episode: handed out at once
             episode = ready.pop()
             if episode.closed:
                 continue
@@ -456,9 +474,10 @@ class EnvPool:
             run_dir = Path(run_dir) if run_dir else live
             if attach:  # continue from the databases already in run_dir
                 await asyncio.to_thread(_copy_databases, run_dir, live)
+            extra = {"options": options} if options is not None else {}
             try:
                 data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
-                                            attach=attach, schema_check=schema_check)
+                                            attach=attach, schema_check=schema_check, **extra)
             except WorkerError as exc:
                 if exc.kind != "TemplateTampered":
                     raise EnvLoadError(f"{scenario.key}: the episode could not be opened: {exc}",
@@ -474,7 +493,9 @@ class EnvPool:
         episode = PoolEpisode(self, scenario, info, worker, loaded["tools"], loaded["shared"], schema_check)
         episode.methods = loaded.get("methods", {})
         episode.task_idx = task_idx
-        episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
+        episode.options = options
+        if scenario.key in self._templates:
+            episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
         worker.episodes.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode
@@ -521,8 +542,9 @@ class EnvPool:
         if attached is None or episode.id in attached:
             return
         await self._load(worker, episode.scenario)
+        extra = {"options": episode.options} if episode.options is not None else {}
         await worker.request("open", scenario=episode.scenario.key, run_dir=str(episode.info.live_dir),
-                             episode=episode.id, attach=True, schema_check=episode.schema_check)
+                             episode=episode.id, attach=True, schema_check=episode.schema_check, **extra)
         attached.add(episode.id)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from awm_engine.runtime import protocol
 from awm_engine.runtime.envcode import EnvCodeError
+from awm_engine.runtime.hosted import load_hosted
 from awm_engine.runtime.inprocess import Episode, LoadedEnv
 
 
@@ -45,6 +46,14 @@ class WorkerState:
         loop = asyncio.get_running_loop()
         if op == "ping":
             return {"pid": os.getpid(), "envs": len(self.envs), "episodes": len(self.episodes)}
+        if op == "load" and msg.get("hosted") is not None:  # an environment awm itself implements (hosted.py)
+            key = msg["scenario"]
+            async with self.load_locks.setdefault(key, asyncio.Lock()):
+                if key not in self.envs:
+                    self.envs[key] = await loop.run_in_executor(
+                        None, lambda: load_hosted(key, msg["hosted"], msg.get("workdir")))
+            return {"tools": self.envs[key].mcp_tools(), "shared": True, "fit_reasons": [], "methods": {},
+                    "template_built_at": None}
         if op == "load":
             key = msg["scenario"]
             lock = self.load_locks.setdefault(key, asyncio.Lock())
@@ -64,6 +73,13 @@ class WorkerState:
                 self.retired.append(env)
                 self._close_retired()
             return {"unloaded": env is not None}
+        if op == "open" and not isinstance(self.envs.get(msg["scenario"]), LoadedEnv):  # hosted (hosted.py)
+            env = self.envs[msg["scenario"]]
+            episode = await loop.run_in_executor(None, lambda: env.open_episode(
+                msg["run_dir"], msg["episode"], bool(msg.get("attach")), msg.get("options")))
+            self.episodes[episode.id] = episode
+            return {"initial_db": str(episode.initial_db), "final_db": str(episode.final_db),
+                    "template_built_at": None}
         if op == "open":
             env = self.envs[msg["scenario"]]
             episode = await loop.run_in_executor(None, lambda: Episode(env, msg["run_dir"], msg["episode"],
