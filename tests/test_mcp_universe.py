@@ -240,3 +240,49 @@ def test_awm_columns_never_count_a_multi_server_task_twice(index):
     assert set(paper) == {task.domain, "Overall"}
     repo = {"id": "r", "domain": "Repository", "awm_column": None, "status": "pass"}
     assert scores.success_rates([repo], "awm")["table"]["Overall"]["scored"] == 0
+
+
+def test_location_0010_rest_stops(index):
+    task = index["location_navigation/google_maps_task_0010"]
+
+    def answer(stop_city="Toyama"):
+        routes = [{"route_id": str(i), "route_name": f"R{i}", "cities_visited": ["Kanazawa", "Toyama"],
+                   "rest_stops": [{"city": "Kanazawa", "rest_stop_id": "1", "name": "A", "address": "x",
+                                   "amenities": []},
+                                  {"city": stop_city, "rest_stop_id": "2", "name": "B", "address": "y",
+                                   "amenities": []}]} for i in (1, 2)]
+        return {"starting_city": "Osaka", "destination_city": "Tokyo", "routes": routes}
+
+    assert _score(task, answer()).status == "pass"
+    assert _score(task, answer(stop_city="Nagano")).status == "fail"  # a rest stop outside the route's cities
+
+
+def test_final_answer_extraction():
+    from awm_engine.bench.mcp_universe.run import final_answer
+
+    assert final_answer('{"thought": "t", "answer": {"a": "1"}}') == '{"a": "1"}'
+    assert final_answer('```json\n{"thought": "t", "answer": "Paris"}\n```') == "Paris"
+    assert final_answer('{"a": "1"}') == '{"a": "1"}'
+    assert final_answer("plain text") == "plain text"
+    # the task's own format has an "answer" key: a bare {"answer": …} is the answer itself
+    assert final_answer('{"answer": "X"}', {"answer": "[Your answer]"}) == '{"answer": "X"}'
+    assert final_answer('{"answer": "X"}') == "X"
+
+
+def test_score_an_answers_file(configs, tmp_path, capsys):
+    from awm_engine.cli import main
+
+    answers = {"playwright_sports_task_0001": json.dumps({"Bronny James": "28.1", "Markieff Morris": "30.4"}),
+               "google_maps_task_0004": json.dumps(_location_0004_answer()),
+               "info_search_task_0001": "Ollie Watkins",
+               "github_task_0001": "done"}
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers))
+    assert main(["bench", "mcp-universe", "score", "--answers", str(path), "--mcp-universe", str(configs),
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    labels = {t["task_id"]: t["label"] for t in data["tasks"]}
+    assert labels == {"playwright_sports_task_0001": "pass", "google_maps_task_0004": "pass",
+                      "info_search_task_0001": "needs", "github_task_0001": "needs"}
+    table = data["paper"]["table"]
+    assert table["Overall"]["scored"] == 2 and table["Overall"]["needs"] == 2

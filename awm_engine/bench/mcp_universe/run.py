@@ -78,8 +78,9 @@ def system_prompt(mode: str, tools: list[dict[str, Any]], max_steps: int, instru
             "\n</tool_call>\nThe tool's result comes back in the next message. " + FINISH_TEXT.format())
 
 
-def final_answer(text: str) -> str:
-    """The ``answer`` of a ``{"thought", "answer"}`` reply (objects and lists JSON-encoded), else the reply."""
+def final_answer(text: str, output_format: Any = None) -> str:
+    """The ``answer`` of a ``{"thought", "answer"}`` reply (objects and lists JSON-encoded), else the reply. A bare
+    ``{"answer": …}`` is unwrapped only when the task's own format has no ``answer`` key."""
     stripped = (text or "").strip()
     parsed = None
     if stripped.startswith(("{", "`")):
@@ -87,7 +88,8 @@ def final_answer(text: str) -> str:
             parsed = evaluators.parse_json_text(stripped)
         except ValueError:
             parsed = robust_json(stripped)
-    if isinstance(parsed, dict) and "answer" in parsed:
+    own = isinstance(output_format, dict) and "answer" in output_format
+    if isinstance(parsed, dict) and "answer" in parsed and ("thought" in parsed or not own):
         answer = parsed["answer"]
         return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
     return text or ""
@@ -239,7 +241,7 @@ async def run_task(task: tasks.Task, config: McpuConfig, servers: dict[str, Serv
             await episode.close()
         if own_policy:
             await policy.aclose()
-    answer = final_answer(finished.final_answer)
+    answer = final_answer(finished.final_answer, task.output_format)
     if finished.stop_reason == "llm_error":
         return {**record, "status": "error", "error_kind": "llm_error", "error": finished.error,
                 "run_dir": str(run_dir)}
