@@ -117,3 +117,11 @@ def test_missing_benchmarks_and_unreadable_runs(tmp_path):
     odd.mkdir()
     (odd / CONFIG.file).write_text(json.dumps({"benchmark": "someday"}))
     assert "without report columns" in report.build_table([odd])["skipped"][0]["reason"]
+
+
+def test_eval_list_shows_benchmark_runs_among_evaluations(tmp_path, capsys):
+    mcpu_run(tmp_path, "m1")
+    awm_run(tmp_path, "m2")
+    assert main(["eval", "list", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "mcpu-m1" in out and "awm-m2" in out

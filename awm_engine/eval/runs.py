@@ -59,8 +59,23 @@ def read_metadata(run_dir: Path | str) -> dict[str, Any] | None:
     return METADATA.read(path) if path.is_file() else None
 
 
+def benchmark_run_summary(run_dir: Path | str) -> dict[str, Any] | None:
+    """One line about a benchmark's run (``config.json`` names a ``benchmark``: ``awm bench …``); None otherwise."""
+    data = CONFIG.read(Path(run_dir) / CONFIG.file)
+    if not isinstance(data, dict) or not data.get("benchmark"):
+        return None
+    meta = read_metadata(run_dir) or {}
+    return {"run_dir": str(run_dir), "model": (data.get("endpoint") or {}).get("model") or data.get("policy") or "?",
+            "k": data.get("k", 1), "created": data.get("created"),
+            "rollouts": meta.get("results", meta.get("rollouts", 0)), "running": meta.get("running"),
+            "mean_reward": None, "benchmark": data["benchmark"]}
+
+
 def run_summary(run_dir: Path | str) -> dict[str, Any]:
     """One line about an evaluation run: what ``awm eval list`` prints and the dashboard lists."""
+    benchmark = benchmark_run_summary(run_dir)
+    if benchmark is not None:  # a benchmark's run among the evaluations (awm bench bfcl | mcp-universe …)
+        return benchmark
     config = load_eval_config(run_dir)
     meta = read_metadata(run_dir) or {}
     return {"run_dir": str(run_dir), "model": config.model, "k": config.k, "created": config.created,
