@@ -5,7 +5,13 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table as RichTable
 
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
@@ -39,6 +45,7 @@ def register(verbs) -> None:
     pick.add_argument("--categories", nargs="+", metavar="C",
                       help="v3 categories (or wheel names, or groups), space- or comma-separated")
     pick.add_argument("--group", choices=["non_live", "live", "multi_turn", "all"], default=None)
+    pick.add_argument("--entries", nargs="+", metavar="ID", help="these entries only (wheel ids, e.g. simple_python_3)")
     run.add_argument("--limit", type=int, default=None, metavar="N", help="the first N entries of each category")
     run.add_argument("-k", type=int, default=1, help="samples per entry")
     run.add_argument("--concurrency", type=int, default=8, help="entries in flight")
@@ -68,7 +75,9 @@ def register(verbs) -> None:
     output.add_argument("--markdown", action="store_true")
     report.set_defaults(func=cmd_report)
 
-    from awm_engine.cli import mcp_universe_cmd  # awm bench mcp-universe …, awm bench report
+    from awm_engine.cli import (
+        mcp_universe_cmd,  # awm bench mcp-universe …, awm bench report
+    )
 
     mcp_universe_cmd.register(which)
 
@@ -96,15 +105,17 @@ def _config(args: argparse.Namespace):
                                         else args.temperature, max_tokens=args.max_tokens, max_retries=args.retries)
         except ConfigError as exc:
             raise CliError(str(exc)) from None
+    entries = [e for item in args.entries or [] for e in item.split(",") if e.strip()] or None
     try:
-        chosen = categories.resolve(args.categories, args.group)
+        chosen = categories.resolve(args.categories, args.group) if not entries else \
+            [c for c in categories.CATEGORIES if c in {categories.category_of(e).name for e in entries}]
     except ValueError as exc:
         raise CliError(str(exc)) from None
     if args.limit is not None and args.limit < 1 or args.k < 1:
         raise CliError("--limit and -k must be at least 1")
     record = {**endpoint.public(), "max_retries": endpoint.max_retries} if endpoint else None
     return BfclConfig(categories=chosen, mode=args.mode, policy=args.policy, endpoint=record, limit=args.limit,
-                      k=args.k, concurrency=args.concurrency), endpoint
+                      entries=entries, k=args.k, concurrency=args.concurrency), endpoint
 
 
 def _resume_config(args: argparse.Namespace):
@@ -143,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         job = bar.add_task(f"BFCL {config.mode}", total=None, stats="")
 
         def on_progress(p, record) -> None:
-            accuracy = "-" if p.accuracy is None else f"{100 * p.accuracy:.1f}%"
+            accuracy = "-" if p.mean_reward is None else f"{100 * p.mean_reward:.1f}%"
             last = f" · {record['category']}" if record else ""
             bar.update(job, total=p.total, completed=p.done,
                        stats=f"accuracy {accuracy} · errors {p.errors}" + (f" · resumed {p.skipped}" if p.skipped
@@ -200,15 +211,22 @@ def cmd_score(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
     result.update(model=", ".join(result["models"]), bfcl_eval=wheel.BFCL_EVAL_VERSION)
-    if args.json:
-        print_json(result)
-    elif args.markdown:
-        print(scores.markdown(result), end="")
-    else:
-        print_report(result)
+    if _print(args, result):
         for path in result["score_files"]:
             stderr.print(f"wrote {path}", markup=False)
     return 0
+
+
+def _print(args: argparse.Namespace, meta: dict) -> bool:
+    """``--json``, ``--markdown`` or the tables; True for the tables."""
+    if args.json:
+        print_json(meta)
+    elif args.markdown:
+        print(scores.markdown(meta), end="")
+    else:
+        print_report(meta)
+        return True
+    return False
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -216,11 +234,5 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not is_bfcl_run(args.run_dir):
         raise CliError(f"{args.run_dir} is not a BFCL run (no config.json with \"benchmark\": \"bfcl\")")
-    meta = current_metadata(args.run_dir)
-    if args.json:
-        print_json(meta)
-    elif args.markdown:
-        print(scores.markdown(meta), end="")
-    else:
-        print_report(meta)
+    _print(args, current_metadata(args.run_dir))
     return 0

@@ -20,6 +20,8 @@ from awm_engine.eval.runs import NotAnEvalRun, find_eval_runs, load_eval_config,
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
+from .bfcl import CATEGORY_COLUMNS, CATEGORY_WIDTHS, ENTRY_COLUMNS, ENTRY_WIDTHS, BfclEntryScreen, BfclRunView, \
+    is_bfcl_run, run_label
 
 SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "errors"]
 SCENARIO_WIDTHS = [24, 8, 7, 8, 7, 7, 12]  # least widths: the scenario and errors columns take the room left
@@ -112,6 +114,13 @@ class EvalScreen(Screen):
         options.clear_options()
         self.runs = []
         for run in found:
+            if is_bfcl_run(run):  # a BFCL run (awm bench bfcl run): its own table and entry view
+                try:
+                    options.add_option(Option(run_label(run), id=str(run)))
+                    self.runs.append(run)
+                except (OSError, ValueError, TypeError) as exc:  # a newer awm's run among them
+                    self.notify(str(exc), title="evaluations", severity="error", markup=False)
+                continue
             try:
                 config = load_eval_config(run)
             except RunFormatError as exc:  # a newer awm's run: say so, and leave it out
@@ -135,12 +144,15 @@ class EvalScreen(Screen):
         if self.view is not None and self.view.path.resolve() == Path(path).resolve():
             return
         try:
-            view = RunView(Path(path))
+            view = BfclRunView(Path(path)) if is_bfcl_run(path) else RunView(Path(path))
         except (RunFormatError, NotAnEvalRun) as exc:
             self.notify(str(exc), title="evaluations", severity="error", markup=False)
             return
         self.view = view
-        self.query_one("#rollout-table", VirtualTable).set_rows([], [])
+        rollouts = self.query_one("#rollout-table", VirtualTable)
+        if not isinstance(view, BfclRunView) and rollouts.columns != ROLLOUT_COLUMNS:  # after a BFCL run
+            rollouts.set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
+        rollouts.set_rows([], [])
         self.poll()
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -156,6 +168,15 @@ class EvalScreen(Screen):
     def refresh_run(self) -> None:
         view = self.view
         if view is None:
+            return
+        if isinstance(view, BfclRunView):
+            try:
+                shown = view.refresh()
+            except RunFormatError as exc:
+                view.error = str(exc)
+                self.app.call_from_thread(self._failed, view)
+                return
+            self.app.call_from_thread(self._show_bfcl, view, shown)
             return
         try:
             new = view.index.refresh()
@@ -215,8 +236,25 @@ class EvalScreen(Screen):
                              "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
                              error_class(s) or "") for s in summaries], [s["id"] for s in summaries])
 
+    def _show_bfcl(self, view: BfclRunView, shown: dict) -> None:
+        if view is not self.view or not self.is_attached:
+            return
+        self.query_one("#run-head", Static).update(shown["head"])
+        self.query_one(ProgressBar).update(total=max(shown["expected"], 1), progress=shown["done"])
+        for table_id, columns, widths, rows, keys in (
+                ("#scenario-table", CATEGORY_COLUMNS, CATEGORY_WIDTHS, shown["categories"], shown["category_keys"]),
+                ("#rollout-table", ENTRY_COLUMNS, ENTRY_WIDTHS, shown["entries"], shown["entry_keys"])):
+            table = self.query_one(table_id, VirtualTable)
+            if table.columns != columns:
+                table.set_columns(columns, widths, grow=(0, len(columns) - 1))
+            if table_id == "#scenario-table" or shown["new"] or table.row_count != len(rows):
+                table.set_rows(rows, keys)
+
     # -- drill-down ---------------------------------------------------------------------------------
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        if event.table.id == "rollout-table" and event.key and isinstance(self.view, BfclRunView):
+            self.app.push_screen(BfclEntryScreen(self.view.index.record(event.key)))
+            return
         if event.table.id == "rollout-table" and event.key and self.view is not None:
             record = self.view.index.entries[event.key].summary
             if record.get("run_dir") and Path(record["run_dir"], "trajectory.json").is_file():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,7 @@ async def score_files(paths: list[Path | str], mode: str = "auto", out: Path | s
     finally:
         if own:
             host.close()
-    held = [c for c in CATEGORIES if any(s["scenario"] == c for s in summaries)]
-    return {"mode": mode, "models": sorted({m for m, _ in groups}), **scores.summarize(summaries, held, mode),
+    held = Counter(s["scenario"] for s in summaries)
+    expected = {c: held[c] for c in CATEGORIES if c in held}
+    return {"mode": mode, "models": sorted({m for m, _ in groups}), **scores.summarize(summaries, expected, mode),
             "score_files": written}

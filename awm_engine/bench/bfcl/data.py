@@ -28,7 +28,7 @@ class Entry:
         return self.prompt["id"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(category: str, hinted: bool) -> tuple[tuple[dict, Any], ...]:
     utils = wheel.load("utils")
     cat = CATEGORIES[category]

@@ -21,9 +21,10 @@ import copy
 import json
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
@@ -33,7 +34,10 @@ from awm_engine.bench.bfcl.categories import CATEGORIES, DATA_NOTE
 from awm_engine.bench.bfcl.ground_truth import GroundTruthPolicy
 from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
 from awm_engine.data.run_formats import CONFIG, METADATA
-from awm_engine.eval.batch import lock_run_dir
+from awm_engine.eval.batch import (  # Progress: mean_reward is the accuracy
+    Progress,
+    lock_run_dir,
+)
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact
 from awm_engine.sandbox.host import protections
 
@@ -51,6 +55,7 @@ class BfclConfig:
     policy: str = "llm"  # llm | ground-truth
     endpoint: dict[str, Any] | None = None  # Endpoint.public() and max_retries (never the key)
     limit: int | None = None  # the first N entries of each category
+    entries: list[str] | None = None  # these entries only (instead of categories and limit)
     k: int = 1  # samples per entry
     concurrency: int = 8
     max_steps: int = MAX_STEPS
@@ -71,11 +76,15 @@ class BfclConfig:
     @classmethod
     def load(cls, run_dir: Path | str) -> BfclConfig:
         path = Path(run_dir) / CONFIG.file
-        return cls.from_dict(json.loads(path.read_text()), path)
+        return cls.from_dict(CONFIG.read(path), path)
 
     @property
     def model(self) -> str:
         return (self.endpoint or {}).get("model") or self.policy
+
+    def expected(self) -> dict[str, int]:
+        """Answers expected per category."""
+        return scores.expected_answers(self.categories, self.limit, self.k, self.entries)
 
 
 def is_bfcl_run(run_dir: Path | str) -> bool:
@@ -87,21 +96,6 @@ def is_bfcl_run(run_dir: Path | str) -> bool:
 
 def result_id(entry_id: str, sample: int) -> str:
     return f"{entry_id}/{sample}"
-
-
-@dataclass
-class Progress:
-    total: int
-    done: int = 0
-    skipped: int = 0
-    errors: int = 0
-    correct: int = 0
-    scored: int = 0
-    started: float = field(default_factory=time.time)
-
-    @property
-    def accuracy(self) -> float | None:
-        return self.correct / self.scored if self.scored else None
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> None:
@@ -207,15 +201,20 @@ def preflight(config: BfclConfig) -> list[data.Entry]:
     unknown = [c for c in config.categories if c not in CATEGORIES]
     if unknown or not config.categories:
         raise ValueError(f"unknown BFCL categories: {unknown or 'none selected'}")
+    if config.entries:
+        found = data.by_id(config.categories)
+        missing = [e for e in config.entries if e not in found]
+        if missing:
+            raise ValueError(f"no BFCLv3 entries {', '.join(missing)}")
+        return [found[e] for e in dict.fromkeys(config.entries)]
     return data.select(config.categories, config.limit)
 
 
 def write_metadata(out: Path, config: BfclConfig, extra: dict[str, Any] | None = None,
-                   index: ResultsIndex | None = None, expected: int | None = None) -> dict[str, Any]:
+                   index: ResultsIndex | None = None) -> dict[str, Any]:
     index = index or ResultsIndex(out / "results.jsonl")
     index.refresh()
-    summary = scores.summarize(list(index.summaries()), config.categories, config.mode, config.limit, config.k,
-                               expected)
+    summary = scores.summarize(list(index.summaries()), config.expected(), config.mode)
     meta = METADATA.stamp({"benchmark": BENCHMARK, "model": config.model, "policy": config.policy,
                            "mode": config.mode, "k": config.k, "bfcl_eval": config.bfcl_eval, "data": DATA_NOTE,
                            "results": len(index), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary,
@@ -235,7 +234,7 @@ def current_metadata(run_dir: Path | str) -> dict[str, Any]:
     meta = METADATA.read(path) if path.is_file() else {"running": None}
     index = ResultsIndex(run_dir / "results.jsonl")
     index.refresh()
-    summary = scores.summarize(list(index.summaries()), config.categories, config.mode, config.limit, config.k)
+    summary = scores.summarize(list(index.summaries()), config.expected(), config.mode)
     return {**meta, "benchmark": BENCHMARK, "model": config.model, "policy": config.policy, "mode": config.mode,
             "k": config.k, "bfcl_eval": config.bfcl_eval, "data": DATA_NOTE, "results": len(index), **summary}
 
@@ -270,7 +269,7 @@ async def _run_locked(config, out, endpoint, resume, on_progress, chosen, host) 
     progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))
     for rid in done:
         progress.scored += 1
-        progress.correct += index.entries[rid].summary.get("label") == "correct"
+        progress.reward_sum += index.entries[rid].summary.get("reward") or 0.0
     if on_progress:
         on_progress(progress, None)
     shared = LLMPolicy(endpoint) if config.policy == "llm" else None
@@ -308,12 +307,12 @@ async def _run_locked(config, out, endpoint, resume, on_progress, chosen, host) 
                 progress.errors += 1
             else:
                 progress.scored += 1
-                progress.correct += record["valid"]
+                progress.reward_sum += record["reward"]
             if on_progress:
                 on_progress(progress, record)
             if time.time() - last_meta > 5:
                 last_meta = time.time()
-                await asyncio.to_thread(write_metadata, out, config, {"running": True, **facts}, None, len(items))
+                await asyncio.to_thread(write_metadata, out, config, {"running": True, **facts})
 
     try:
         await asyncio.gather(*(one(e, s) for e, s in todo))
@@ -324,6 +323,7 @@ async def _run_locked(config, out, endpoint, resume, on_progress, chosen, host) 
         if own_host:
             host.close()
         exported = export_results(out, index)
-        return write_metadata(out, config, {"running": False, "complete": progress.done == progress.total,
+        meta = write_metadata(out, config, {"running": False, "complete": progress.done == progress.total,
                                             "elapsed_s": time.time() - progress.started,
-                                            "bfcl_result_dir": str(exported), **facts}, index, len(items))
+                                            "bfcl_result_dir": str(exported), **facts}, index)
+    return meta

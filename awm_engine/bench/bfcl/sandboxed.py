@@ -17,7 +17,12 @@ import threading
 from typing import Any
 
 from awm_engine.bench.bfcl import wheel
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb, kill_tree
+from awm_engine.sandbox.launcher import (
+    Sandbox,
+    SandboxPolicy,
+    default_memory_mb,
+    kill_tree,
+)
 
 DEFAULT_TIMEOUT = 120.0
 

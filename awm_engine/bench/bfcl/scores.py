@@ -12,9 +12,15 @@ A category that was not run counts 0 in a group (as BFCL counts it) and the grou
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from awm_engine.bench.bfcl.categories import CATEGORIES, GROUPS, category_of, unsatisfiable
+from awm_engine.bench.bfcl.categories import (
+    CATEGORIES,
+    GROUPS,
+    category_of,
+    unsatisfiable,
+)
 
 V4_WEIGHTS = {"non_live": 0.1, "live": 0.1, "irrelevance": 0.1, "multi_turn": 0.3, "agentic": 0.4}
 
@@ -23,17 +29,23 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def category_table(summaries: list[dict[str, Any]], categories: list[str], limit: int | None = None,
-                   k: int = 1) -> dict[str, dict[str, Any]]:
+def expected_answers(categories: list[str], limit: int | None = None, k: int = 1,
+                     entries: list[str] | None = None) -> dict[str, int]:
+    """How many answers a selection expects per category (in the leaderboard's order)."""
+    if entries:
+        counts = Counter(category_of(e).name for e in entries)
+        return {c: counts[c] * k for c in CATEGORIES if c in counts}
+    return {c: min(CATEGORIES[c].size, limit if limit is not None else CATEGORIES[c].size) * k
+            for c in CATEGORIES if c in categories}
+
+
+def category_table(summaries: list[dict[str, Any]], expected: dict[str, int]) -> dict[str, dict[str, Any]]:
     """Per selected category: correct, scored, errored and expected answers (``scenario`` holds the category,
     ``label`` correct/incorrect), and the accuracy."""
-    selected = categories or list(CATEGORIES)
     table: dict[str, dict[str, Any]] = {}
-    for name in selected:
-        size = CATEGORIES[name].size
+    for name, count in expected.items():
         table[name] = {"group": CATEGORIES[name].group, "correct": 0, "scored": 0, "errors": 0,
-                       "expected": min(size, limit if limit is not None else size) * k, "size": size,
-                       "accuracy": None}
+                       "expected": count, "size": CATEGORIES[name].size, "accuracy": None}
     for s in summaries:
         row = table.get(s.get("scenario"))
         if row is None:
@@ -85,10 +97,9 @@ def aggregate(table: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"v3": v3, "v4": v4, "awm": awm, "coverage": coverage}
 
 
-def summarize(summaries: list[dict[str, Any]], categories: list[str], mode: str, limit: int | None = None,
-              k: int = 1, expected: int | None = None) -> dict[str, Any]:
+def summarize(summaries: list[dict[str, Any]], expected: dict[str, int], mode: str) -> dict[str, Any]:
     """What ``metadata.json`` holds: the table, the aggregates and the entries no answer can pass."""
-    table = category_table(summaries, categories, limit, k)
+    table = category_table(summaries, expected)
     verdicts = {}
     for s in summaries:
         if s.get("status") == "ok" and s.get("task_id") in unsatisfiable(mode):
@@ -99,7 +110,7 @@ def summarize(summaries: list[dict[str, Any]], categories: list[str], mode: str,
              for eid, why in unsatisfiable(mode).items() if category_of(eid).name in table]
     scored = sum(r["scored"] for r in table.values())
     return {"categories": table, **aggregate(table), "unsatisfiable": known,
-            "totals": {"expected": expected if expected is not None else sum(r["expected"] for r in table.values()),
+            "totals": {"expected": sum(r["expected"] for r in table.values()),
                        "scored": scored, "correct": sum(r["correct"] for r in table.values()),
                        "errors": sum(r["errors"] for r in table.values())}}
 
