@@ -8,12 +8,19 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from awm_engine.cli.common import add_data_arg, get_scenario, load_catalog, print_json, stdout
+from awm_engine.cli.common import (
+    add_data_arg,
+    get_scenario,
+    load_catalog,
+    print_json,
+    stdout,
+)
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.catalog_rows import CatalogRow
+from awm_engine.data.records import VERIFIER_MODES
+from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.health import invalid_schemas
 from awm_engine.runtime.openapi_tools import schema_problem_note
-from awm_engine.data.records import VERIFIER_MODES
 
 
 def register(verbs) -> None:
@@ -33,7 +40,8 @@ def register(verbs) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json)
-    rows = [CatalogRow.from_scenario(s) for s in catalog]
+    cache = TemplateCache()
+    rows = [CatalogRow.from_scenario(s, cache.built_rows(s)) for s in catalog]
     if args.json:
         print_json({"scenarios": [r.to_dict() for r in rows], "issues": [str(i) for i in catalog.issues]})
         return 0
@@ -42,7 +50,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in rows:
         table.add_row(escape(r.scenario), str(r.tables if r.tables is not None else "-"),
-                      str(r.tools if r.tools is not None else "-"), str(r.tasks), str(r.sample_rows or "-"),
+                      r.tools_cell(), str(r.tasks), r.rows_cell(),
                       r.coverage("sql"), r.coverage("code"), str(r.reference_solutions or "-"),
                       style="red" if r.issues else None)
     stdout.print(table)

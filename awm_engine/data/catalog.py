@@ -58,7 +58,7 @@ _WINNER_NOTE = {"envs": "last wins, as awm.core.server", "spec": "last wins, as 
                 "scenario": "first wins", "tasks": "first wins, as find_scenario_entry",
                 "db": "first wins, as find_scenario_entry", "sample": "first wins, as find_scenario_entry",
                 "solutions": "first wins"}
-INDEX_VERSION = 3  # 3: verifier rows carry the mode classified from their code
+INDEX_VERSION = 4  # 3: verifier rows carry the mode classified from their code; 4: MCP tool counts
 
 
 @dataclass
@@ -80,6 +80,7 @@ def _extra(kind: str, data: dict[str, Any]) -> dict[str, Any]:
     if kind == "envs":
         code = data.get("full_code")
         return {"tool_count": codeinfo.count_routes(code) if isinstance(code, str) else None,
+                "mcp_tool_count": codeinfo.count_mcp_tools(code) if isinstance(code, str) else None,
                 "has_code": isinstance(code, str) and bool(code.strip())}
     if kind == "db":
         tables = (data.get("db_schema") or {}).get("tables") if isinstance(data.get("db_schema"), dict) else None
@@ -154,7 +155,13 @@ class Scenario:
     # -- cheap facts -------------------------------------------------------------------------
     @property
     def tool_count(self) -> int | None:
+        """Routes in the code (what ``catalog show`` lists)."""
         return self.extras.get("envs", {}).get("tool_count")
+
+    @property
+    def mcp_tool_count(self) -> int | None:
+        """Tools an MCP client sees: routes sharing a method and path count once (fastapi-mcp)."""
+        return self.extras.get("envs", {}).get("mcp_tool_count", self.tool_count)
 
     @property
     def table_count(self) -> int | None:

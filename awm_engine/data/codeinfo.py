@@ -18,6 +18,17 @@ def count_routes(code: str) -> int:
     return len(_ROUTE_DECORATOR.findall(code or ""))
 
 
+_ROUTE_WITH_PATH = re.compile(r"^[ \t]*@\w+\.(get|post|put|patch|delete)\(\s*(?:path\s*=\s*)?(['\"])(.*?)\2",
+                              re.MULTILINE)
+
+
+def count_mcp_tools(code: str) -> int:
+    """Number of tools an MCP client sees: routes with the same method and path collapse into one (as with
+    fastapi-mcp); a route whose path is not a literal counts on its own."""
+    literal = {(m.group(1), m.group(3)) for m in _ROUTE_WITH_PATH.finditer(code or "")}
+    return len(literal) + count_routes(code) - len(_ROUTE_WITH_PATH.findall(code or ""))
+
+
 def _const(node: ast.AST | None):
     return node.value if isinstance(node, ast.Constant) else None
 

@@ -64,6 +64,15 @@ class TemplateCache:
         self.max_age = max_age_from_env() if max_age is None else float(max_age)
         self.clock = clock or time.time
 
+    def built_rows(self, scenario: Scenario) -> int | None:
+        """Rows of the scenario's template if it was built already (never builds): what the catalog shows."""
+        try:
+            report = json.loads(self.paths(scenario)[1].read_text())
+            counts = report.get("row_counts") if isinstance(report, dict) else None
+            return sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else None
+        except (OSError, ValueError):
+            return None
+
     def paths(self, scenario: Scenario) -> tuple[Path, Path]:
         stem = f"{scenario.key}-{scenario.content_hash()[:16]}"
         return self.root / f"{stem}.db", self.root / f"{stem}.build.json"

@@ -59,7 +59,7 @@ class Row:
 
     def cells(self) -> tuple:
         d = self.data
-        return (d.scenario, d.name, d.tables or 0, d.tools or 0, d.tasks, d.coverage("sql"), d.coverage("code"),
+        return (d.scenario, d.name, d.tables or 0, d.mcp_tools or 0, d.tasks, d.coverage("sql"), d.coverage("code"),
                 self.health, self.problems)
 
 
