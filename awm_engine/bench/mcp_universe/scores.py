@@ -92,6 +92,8 @@ def markdown(summary: dict[str, Any], title: str = "MCP-Universe", offline: bool
     lines.append("| needs a service | " + " | ".join(str(t[c]["needs"]) for c in cols) + " |")
     lines.append("| errored | " + " | ".join(str(t[c]["errored"]) for c in cols) + " |")
     lines.append("| avg evaluator score | " + " | ".join(pct(t[c]["avg_evaluator_score"]) for c in cols) + " |")
+    lines.append("| avg steps | " + " | ".join("–" if t[c]["avg_steps"] is None else f"{t[c]['avg_steps']:.1f}"
+                                              for c in cols) + " |")
     if summary["needs_by_service"]:
         lines += ["", "Not scored here (their evaluators need a live service or external software): " +
                   ", ".join(f"{s} {n}" for s, n in sorted(summary["needs_by_service"].items()))]
