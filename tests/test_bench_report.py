@@ -47,14 +47,22 @@ def bfcl_run(root: Path, model: str) -> Path:
 
 
 def tau2_run(root: Path, model: str) -> Path:
-    """τ²-bench through the generic interface: report_columns in metadata.json."""
+    """A τ²-bench run as recorded (k = 1: pass^1 is the mean reward): airline 5/10, retail 6/10, telecom 2/10, with
+    its report_columns in metadata.json (the interface), read through the τ² package when it is there."""
     out = root / f"tau2-{model}"
-    out.mkdir(parents=True)
-    (out / CONFIG.file).write_text(json.dumps(CONFIG.stamp({"benchmark": "tau2"})))
-    columns = {"Airline": report.cell(0.5, 50, proportion=True), "Retail": report.cell(0.6, 114, proportion=True),
-               "Telecom": report.cell(0.2, 114, proportion=True), "Avg": report.cell(13 / 30)}
-    (out / METADATA.file).write_text(json.dumps(METADATA.stamp({"report_columns": {
-        "benchmark": "tau2", "model": model, "columns": columns}})))
+    passes = {"airline": 5, "retail": 6, "telecom": 2}
+    _results(out, [{"id": f"tau2_{d}/{i}/0", "scenario": f"tau2_{d}", "task_id": str(i), "sample": 0,
+                    "status": "ok", "reward": 1.0 if i < p else 0.0, "stop_reason": "user_stop"}
+                   for d, p in passes.items() for i in range(10)])
+    (out / CONFIG.file).write_text(json.dumps(CONFIG.stamp({"benchmark": "tau2", "data_dir": str(root),
+                                                            "domains": list(passes), "endpoint": {"model": model},
+                                                            "k": 1})))
+    columns = {d.capitalize(): report.cell(p / 10, 10, proportion=True) for d, p in passes.items()}
+    columns["Avg"] = report.cell(13 / 30)
+    (out / METADATA.file).write_text(json.dumps(METADATA.stamp({"benchmark": "tau2", "model": model,
+                                                                "report_columns": {"benchmark": "tau2",
+                                                                                   "model": model,
+                                                                                   "columns": columns}})))
     return out
 
 
@@ -89,7 +97,8 @@ def test_one_row_per_model_across_four_benchmarks(tmp_path, capsys):
     bfcl_meta = current_metadata(runs[1])
     assert m1["bfcl"]["Overall"] == {"value": bfcl_meta["awm"]["overall"], "n": 10, "ci95": None}
     assert m1["bfcl"]["Non-Live"]["value"] == bfcl_meta["awm"]["non_live"]
-    assert m1["tau2"]["Retail"]["n"] == 114
+    assert m1["tau2"]["Retail"]["n"] == 10 and m1["tau2"]["Retail"]["value"] == 0.6
+    assert abs(m1["tau2"]["Avg"]["value"] - 13 / 30) < 1e-9
     browser = m1["mcp-universe"]["Browser"]
     assert browser["value"] == 0.4 and browser["n"] == 5 and browser["ci95"]
     assert m1["mcp-universe"]["Overall"]["n"] == 5  # the Multi task needs Notion: not scored

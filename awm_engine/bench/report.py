@@ -110,13 +110,21 @@ def _generic(run_dir: Path, benchmark: str) -> dict[str, Any]:
         reader = getattr(importlib.import_module(module), "report_columns", None)
     except ImportError:
         reader = None
+    failure = None
     if reader is not None:
-        return reader(run_dir)
+        try:
+            return reader(run_dir)
+        except Exception as exc:  # noqa: BLE001 - another package's reader: fall back to what the run recorded
+            failure = f"{type(exc).__name__}: {exc}"
     path = run_dir / METADATA.file
     meta = METADATA.read(path) if path.is_file() else {}
     if isinstance(meta.get("report_columns"), dict):
-        return meta["report_columns"]
-    raise ValueError(f"a {benchmark} run without report columns (no {module}.report_columns, no "
+        recorded = dict(meta["report_columns"])
+        if failure:
+            recorded["notes"] = [*(recorded.get("notes") or []), f"{benchmark}: columns as recorded in "
+                                 f"metadata.json ({module}.report_columns failed: {failure})"]
+        return recorded
+    raise ValueError(f"a {benchmark} run without report columns ({failure or f'no {module}.report_columns'}; no "
                      "report_columns in metadata.json)")
 
 
@@ -144,6 +152,9 @@ def build_table(run_dirs: list[Path | str]) -> dict[str, Any]:
             result = report_columns(run_dir)
         except (OSError, ValueError, KeyError) as exc:
             skipped.append({"run_dir": str(run_dir), "reason": str(exc)})
+            continue
+        except Exception as exc:  # noqa: BLE001 - one unreadable run must not hide the others
+            skipped.append({"run_dir": str(run_dir), "reason": f"{type(exc).__name__}: {exc}"})
             continue
         model, bench = str(result.get("model") or "unknown"), result["benchmark"]
         row = rows.setdefault(model, {"model": model, "benchmarks": {}, "runs": {}, "notes": []})
