@@ -71,9 +71,15 @@ def test_every_task_server_is_in_server_list(index):
     used = {s for t in index.values() for s in t.mcp_servers}
     assert used <= set(defs)
     gmaps = defs["google-maps"]
-    assert gmaps.transport == "stdio" and gmaps.missing == ["GOOGLE_MAPS_API_KEY"]
+    # an unset env value is left out (MCP-Universe starts the server anyway); the command line is complete
+    assert gmaps.transport == "stdio" and gmaps.unset == ["GOOGLE_MAPS_API_KEY"] and gmaps.env == {}
+    gmaps.check_startable()
+    keyed = servers.load_servers(MCPU / "server_list.json", env={"GOOGLE_MAPS_API_KEY": "k"})["google-maps"]
+    assert keyed.env == {"GOOGLE_MAPS_API_KEY": "k"} and not keyed.unset
+    bad = servers.parse_servers({"s": {"command": "srv", "args": ["--key", "{{NOPE}}"]}}, env={})["s"]
+    assert bad.missing == ["NOPE"]
     with pytest.raises(servers.ServerConfigError):
-        gmaps.check_startable()
+        bad.check_startable()
 
 
 def test_mcp_servers_shape_and_dollar_placeholders():
@@ -84,7 +90,9 @@ def test_mcp_servers_shape_and_dollar_placeholders():
     assert defs["maps"].args[-1] == "--key=k1" and defs["maps"].env == {"API_KEY": "k1"}
     assert defs["remote"].transport == "http" and defs["remote"].headers["Authorization"] == "Bearer t"
     assert "k1" not in json.dumps(defs["maps"].to_dict()["env"])  # values never written to metadata
-    assert servers.parse_servers(data, env={})["maps"].missing == ["KEY"]
+    unset = servers.parse_servers(data, env={})
+    assert unset["maps"].missing == ["KEY"]  # in its arguments: cannot start
+    assert unset["maps"].env == {} and unset["remote"].headers == {} and unset["remote"].unset == ["TOK"]
 
 
 # -- the func chain and op semantics (spec §3.1) ----------------------------------------------------------------

@@ -6,9 +6,10 @@ optional). ``server_list.json`` maps a name to ``{"stdio": {"command", "args"}, 
 ``http_url`` and ``headers``; its ``sse`` entries need MCP-Universe's gateway and are not used).
 
 ``${VAR}`` and ``{{VAR}}`` placeholders in commands, arguments, env values, URLs and headers are filled from
-the environment; a placeholder whose variable is unset stays and is listed in ``ServerDef.missing``, and a
-stdio server with a missing variable in its command line cannot be started. The variables a server declares
-(its ``env``) are the only ones its sandboxed process receives.
+the environment. An unset variable in the command line or the URL stops the server from being started
+(``ServerDef.missing``); an env value or header that still needs an unset variable is left out, as MCP-Universe
+starts such servers anyway (``ServerDef.unset``: the server may then fail on its own). The variables a server
+declares (its ``env``) are the only ones its sandboxed process receives.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class ServerDef:
     env: dict[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)  # variables referenced but unset
+    missing: list[str] = field(default_factory=list)  # unset variables of the command line or URL: cannot start
+    unset: list[str] = field(default_factory=list)  # unset variables of env values or headers (those left out)
     cwd: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,16 +80,28 @@ def _server(name: str, entry: dict[str, Any], env: Mapping[str, str]) -> ServerD
                                                                             "streamable_http") else "stdio"
     if kind == "sse":
         raise ServerConfigError(f"server {name}: SSE transport is not supported (use stdio or streamable HTTP)")
-    declared = {str(k): fill(v, env, missing) for k, v in (entry.get("env") or {}).items()}
+    unset: list[str] = []
+
+    def optional(values: dict[str, Any]) -> dict[str, str]:
+        kept = {}
+        for k, v in values.items():
+            gaps: list[str] = []
+            filled = fill(v, env, gaps)
+            if gaps:
+                unset.extend(gaps)
+            else:
+                kept[str(k)] = filled
+        return kept
+
     server = ServerDef(
         name=name, transport=transport,
         command=fill(launch["command"], env, missing) if launch.get("command") else None,
         args=[fill(a, env, missing) for a in launch.get("args") or []],
-        env=declared,
+        env=optional(entry.get("env") or {}),
         url=fill(url, env, missing) if url else None,
-        headers={str(k): fill(v, env, missing) for k, v in (entry.get("headers") or {}).items()},
+        headers=optional(entry.get("headers") or {}),
         cwd=entry.get("cwd"))
-    server.missing = sorted(set(missing))
+    server.missing, server.unset = sorted(set(missing)), sorted(set(unset))
     return server
 
 
