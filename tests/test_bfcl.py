@@ -313,6 +313,8 @@ def test_a_killed_run_resumes_with_every_entry_exactly_once(tmp_path):
     assert all(r["status"] == "ok" and r["valid"] for r in records)
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["totals"]["correct"] == 50 and meta["complete"] is True
+    # awm eval's commands point at awm bench bfcl for a BFCL run
+    assert awm(["eval", "report", str(out)]) == 2
 
 
 def test_missing_wheel_and_bad_input_are_reported(tmp_path, capsys, monkeypatch):

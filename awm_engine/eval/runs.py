@@ -16,8 +16,8 @@ ROLLOUT_ROOTS = ("agents", "play", "eval")  # where the CLI, the TUI and evaluat
 
 
 class NotAnEvalRun(ValueError):
-    def __init__(self, run_dir: Path | str):
-        super().__init__(f"{run_dir} is not an evaluation run (no config.json)")
+    def __init__(self, run_dir: Path | str, why: str = "no config.json"):
+        super().__init__(f"{run_dir} is not an evaluation run ({why})")
 
 
 def _holding(markers: list[Path]) -> list[Path]:
@@ -50,6 +50,9 @@ def load_eval_config(run_dir: Path | str) -> EvalConfig:
     """The run's configuration (``NotAnEvalRun`` without one; ``NewerFormatError`` from a newer awm)."""
     if not (Path(run_dir) / CONFIG.file).is_file():
         raise NotAnEvalRun(run_dir)
+    benchmark = CONFIG.read(Path(run_dir) / CONFIG.file).get("benchmark")
+    if benchmark:  # a benchmark's run (awm bench bfcl …): its own report
+        raise NotAnEvalRun(run_dir, f"a {benchmark} run: see awm bench {benchmark} report {run_dir}")
     return EvalConfig.load(run_dir)
 
 
