@@ -166,6 +166,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         stderr.print(f"warning: no definition for server(s) {', '.join(unknown)}: their tasks will error",
                      markup=False)
+    for name in sorted({s for t in chosen for s in t.mcp_servers} & set(servers)):
+        if servers[name].unset:
+            stderr.print(f"warning: server {name} starts without {', '.join(servers[name].unset)} (unset)",
+                         markup=False)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
         job = bar.add_task(f"MCP-Universe {config.mode}", total=len(chosen), stats="")
