@@ -54,13 +54,17 @@ class BfclRunView:
         except (OSError, ValueError):
             running = True
         done, expected = len(summaries), meta["totals"]["expected"]
-        v3 = meta["v3"]
+        v3, cov = meta["v3"], meta["coverage"]
         fmt = scores.pct
+
+        def group(name: str) -> str:
+            return fmt(v3[name]) if cov[name]["any"] else "not run"
+
         head = Text.assemble((self.path.name, "bold"), f"  ·  BFCLv3  ·  {c.model}  ·  {c.mode} mode  ·  ",
                              ("running" if running and done < expected else "finished",
                               "yellow" if running and done < expected else "green"),
                              f"\nentries {done}/{expected}  ·  v3 Overall {fmt(v3['overall'])}  ·  Non-Live "
-                             f"{fmt(v3['non_live'])}  ·  Live {fmt(v3['live'])}  ·  Multi-Turn {fmt(v3['multi_turn'])}"
+                             f"{group('non_live')}  ·  Live {group('live')}  ·  Multi-Turn {group('multi_turn')}"
                              f"  ·  v4 formula {fmt(meta['v4']['overall'])}",
                              f"\nirrelevance {fmt(v3['irrelevance'])}  ·  relevance {fmt(v3['relevance'])}  ·  "
                              f"errors {meta['totals']['errors']}")

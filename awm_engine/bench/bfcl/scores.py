@@ -129,8 +129,13 @@ def report_rows(meta: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
         return "" if cov[group]["all"] else (" (partial: categories not run count 0)" if cov[group]["any"]
                                              else " (not run)")
 
+    scored = sum(min(r["scored"], r["size"]) for r in meta["categories"].values())
+    full = sum(c.size for c in CATEGORIES.values())
+    coverage_row = ("Entries scored", f"{scored} of {full}" + ("" if scored >= full else
+                                                             " (a subset: not comparable with full-data numbers)"))
     return {
         "v3 (BFCLv3 leaderboard formula)": [
+            coverage_row,
             ("Overall = mean(Non-Live, Live, Multi-Turn)", pct(v3["overall"]) + mark("all")),
             ("Non-Live (with irrelevance)", pct(v3["non_live"]) + mark("non_live")),
             ("Live (with irrelevance and relevance, count-weighted)", pct(v3["live"]) + mark("live")),
@@ -140,11 +145,12 @@ def report_rows(meta: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
             ("Relevance = live_relevance", pct(v3["relevance"]))],
         "v4 (the bfcl-eval wheel's formula)": [
             ("Overall = .1 Non-Live AST + .1 Live AST + .1 Irrelevance + .3 Multi-Turn + .4 Agentic",
-             pct(v4["overall"])),
+             pct(v4["overall"]) + mark("all")),
             ("Agentic (web search, memory: not in v3, counts 0)", pct(v4["agentic"]))],
         "AWM paper columns": [
-            ("Overall = mean(Non-Live, Live, Multi-Turn)", pct(awm["overall"])),
-            ("Non-Live", pct(awm["non_live"])), ("Live", pct(awm["live"])), ("Multi-Turn", pct(awm["multi_turn"])),
+            ("Overall = mean(Non-Live, Live, Multi-Turn)", pct(awm["overall"]) + mark("all")),
+            ("Non-Live", pct(awm["non_live"]) + mark("non_live")), ("Live", pct(awm["live"]) + mark("live")),
+            ("Multi-Turn", pct(awm["multi_turn"]) + mark("multi_turn")),
             ("Hallucination = mean(Irrelevance, Relevance) (assumed; not part of Overall)", pct(awm["hallucination"]))],
     }
 
