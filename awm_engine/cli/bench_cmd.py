@@ -81,6 +81,10 @@ def register(verbs) -> None:
 
     mcp_universe_cmd.register(which)
 
+    from awm_engine.cli import tau2_cmd  # awm bench tau2 …
+
+    tau2_cmd.register(which)
+
 
 def _require() -> None:
     if (reason := wheel.problem()) is not None:

@@ -142,3 +142,13 @@ def compact(path: Path | str, keep) -> int:
         os.fsync(dst.fileno())
     tmp.replace(path)
     return kept
+
+
+def resume_results(path: Path | str, resume: bool) -> tuple[ResultsIndex, set[str]]:
+    """A run's results file ready to append to: with ``resume``, errored and torn lines dropped first; returns its
+    index and the ids of the rollouts that finished ``ok`` (those a resumed run skips)."""
+    if resume:
+        compact(path, lambda s: s.get("status") == "ok")
+    index = ResultsIndex(path)
+    index.refresh()
+    return index, {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}

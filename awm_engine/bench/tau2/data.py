@@ -47,7 +47,10 @@ FINGERPRINTS: dict[tuple[str, int], tuple[str | None, str]] = {
 }
 VERSION_NAMES = {"original": "original τ²-bench tasks (v0.1.0)",
                  "verified": "τ²-Bench-Verified tasks (amazon-agi/tau2-bench-verified)",
-                 "tau3": "τ³ tasks (v1.0.x: explicit reward_basis, retail judged by NL assertions)"}
+                 "tau3": "τ³ tasks (v1.0.x: explicit reward_basis, retail judged by NL assertions)",
+                 "telecom-base": "telecom's 114 base tasks (the v0.1.0 tasks.json; the same in every version)",
+                 "telecom-full": "telecom's full generated task set (the same in every version)",
+                 "unknown": "tasks of an unknown version"}
 
 
 def domain_key(domain: str) -> str:

@@ -21,6 +21,7 @@ A simulation is its termination reason and its messages in τ²'s shape: ``{"rol
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -233,7 +234,7 @@ async def evaluate_simulation(domain_data, task: Task, messages: Any, terminatio
             if RewardType.ENV_ASSERTION.value in basis:
                 breakdown["ENV_ASSERTION"] = 1.0
         else:
-            env = evaluate_environment(domain_data, task, messages)
+            env = await asyncio.to_thread(evaluate_environment, domain_data, task, messages)
             result.db_check, result.env_assertions = env["db_check"], env["env_assertions"]
             result.info.update(replay_mismatches=env["replay_mismatches"], gold_action_errors=env["gold_action_errors"])
             if RewardType.DB.value in basis:
