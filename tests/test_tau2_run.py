@@ -283,3 +283,35 @@ def test_cli_refusals(tmp_path, capsys):
     assert awm(["bench", "tau2", "check", "--tau2-data", str(FIXTURE), "--json"]) == 0
     check = json.loads(capsys.readouterr().out)
     assert check["domains"][0]["tasks"] == 4
+
+
+def test_nl_assertions_go_to_the_judge_or_are_not_scored(tmp_path):
+    import shutil
+
+    from awm_engine.bench.tau2.evaluation import evaluate_simulation
+    from awm_engine.bench.tau2.run import make_nl_judge, outcome_fields
+    from awm_engine.bench.tau2.orchestrator import Simulation
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(FIXTURE, data_dir)
+    tasks_path = data_dir / "domains" / "airline" / "tasks.json"
+    tasks = json.loads(tasks_path.read_text())
+    tasks[0]["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]  # as τ³'s retail tasks
+    tasks_path.write_text(json.dumps(tasks))
+    airline = Tau2Data(data_dir).domain("airline")
+    task = airline.task("0")
+    messages = gold_messages(airline, task)
+    unjudged = asyncio.run(evaluate_simulation(airline, task, messages, "user_stop"))
+    assert unjudged.reward is None and unjudged.not_scored == ["NL_ASSERTION"]
+    assert unjudged.reward_breakdown == {"DB": 1.0}
+    sim = Simulation("0", 0, None, messages, "user_stop", 3, 0, "", "", 0.0)
+    assert outcome_fields(sim, unjudged, None)["label"] == "judge_error"
+    for met, expected in ((True, 1.0), (False, 0.0)):
+        reply = json.dumps({"results": [{"expectedOutcome": task.evaluation_criteria.nl_assertions[0],
+                                         "reasoning": "see the cancel call", "metExpectation": met}]})
+        with FakeLLMServer({"rules": [{"match": "expected outcomes", "responses": [{"content": reply}]}]}) as judge:
+            grader = make_nl_judge(endpoint(judge.url))
+            info = asyncio.run(evaluate_simulation(airline, task, messages, "user_stop", grader))
+            asked = judge.requests[0]
+        assert info.reward == expected and info.nl_assertions[0]["met"] is met
+        assert asked["temperature"] == 0.0 and "assistant: None" in asked["messages"][1]["content"]
