@@ -51,6 +51,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
     ActionSpec("env.doctor", "diagnose", "ctrl+d", "Diagnose (awm env doctor)", "environment", show=False),
+    ActionSpec("tau2.play_user", "play_user", "ctrl+u", "Play as the user", "tau2"),
     ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
     ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play", priority=True),
     ActionSpec("play.select_all", "select_all_text", "ctrl+a", "Select all (text field)", "play", show=False,
@@ -70,7 +71,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
 )
 
-SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "play": "Play",
+SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "tau2": "τ² domain",
+                "play": "Play",
                 "rollout": "Live rollout", "replay": "Replay", "evals": "Evaluations"}
 
 

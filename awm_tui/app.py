@@ -58,9 +58,10 @@ class AwmApp(App):
 
     def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
                  runs_root: Path | str = "outputs", replay: Path | str | None = None,
-                 evaluation: Path | str | None = None):
+                 evaluation: Path | str | None = None, tau2_data=None):
         super().__init__()
         self.data_dirs = data_dirs
+        self.tau2_data = tau2_data  # a bench.tau2.data.Tau2Data: τ²-bench's domains in the catalog (screens/tau2.py)
         self.cursor_blink = cursor_blink
         self.runs_root = Path(runs_root)
         self.replay_dir = replay
@@ -117,12 +118,24 @@ class AwmApp(App):
         self.push_screen(EvalScreen(root, Path(selected) if selected else None))
 
     def open_replay(self, run_dir: Path | str) -> None:
+        from .screens.tau2 import Tau2ReplayScreen, run_data
+
         try:
-            self.push_screen(ReplayScreen(run_dir))
+            tau2 = run_data(run_dir)  # a τ²-bench rollout: replayed on its domain
+            self.push_screen(Tau2ReplayScreen(run_dir, self.tau2_data or tau2) if tau2 else ReplayScreen(run_dir))
         except (FileNotFoundError, RunFormatError) as exc:  # no run there, or a newer awm's run
             self.notify(str(exc), title="replay", severity="error")
 
     def open_environment(self, key: str) -> None:
+        from awm_engine.bench.tau2.data import domain_of_key
+
+        if self.tau2_data is not None and domain_of_key(key):
+            from awm_engine.bench.tau2.episode import DomainScenario
+
+            from .screens.tau2 import Tau2Screen
+
+            self.push_screen(Tau2Screen(DomainScenario(self.tau2_data, domain_of_key(key))))
+            return
         if self.catalog is None:
             return
         self.push_screen(EnvironmentScreen(self.catalog.get(key)))
@@ -141,8 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval", metavar="RUN_DIR", help="open the evaluation dashboard on this run")
     parser.add_argument("--runs", metavar="DIR", default="outputs",
                         help="where play and live runs are written and recent runs are found (default outputs/)")
+    parser.add_argument("--tau2-data", metavar="DIR", help="τ²-bench data directory: its domains in the catalog")
+    parser.add_argument("--airline-db", metavar="FILE", help="τ²-bench's airline db.json, when DIR has none")
     args = parser.parse_args(argv)
-    AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval).run()
+    tau2 = None
+    if args.tau2_data:
+        from awm_engine.bench.tau2.data import Tau2Data
+
+        tau2 = Tau2Data(Path(args.tau2_data).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
+    AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval, tau2_data=tau2).run()
     return 0
 
 

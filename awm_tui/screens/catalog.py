@@ -111,6 +111,10 @@ class CatalogScreen(Screen):
     def load_catalog(self) -> None:
         catalog = Catalog.load(self.data_dirs)
         rows = catalog_rows(catalog)
+        if getattr(self.app, "tau2_data", None) is not None:  # τ²-bench's domains (awm-tui --tau2-data)
+            from .tau2 import tau2_rows
+
+            rows += tau2_rows(self.app.tau2_data)
         self.app.call_from_thread(self._loaded, catalog, rows)
 
     def on_screen_resume(self) -> None:

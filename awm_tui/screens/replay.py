@@ -77,8 +77,7 @@ class ReplayScreen(Screen):
 
     @work(exclusive=True, group="replay")
     async def materialize(self) -> None:
-        # the data directories recorded in the run (as awm verify and awm replay), unless --data was given
-        catalog = self.app.catalog if self.app.data_dirs else None
+        catalog = self.replay_catalog()
         try:
             pool = await self.app.get_pool()
             await self.run.materialize(pool, catalog)
@@ -94,6 +93,11 @@ class ReplayScreen(Screen):
                    "←/→ or j/k step")
         if self.is_attached:
             self.show_step(self.current)
+
+    def replay_catalog(self):
+        """Where the run's scenario is found: the data directories recorded in the run (as awm verify and awm
+        replay), unless --data was given (then the TUI's catalog)."""
+        return self.app.catalog if self.app.data_dirs else None
 
     def show_step(self, index: int) -> None:
         if not self.run.steps:

@@ -206,7 +206,8 @@ def _trajectory(run_dir: Path, domain: str, task: Task, trial: int, config: Tau2
         "timestamp": time.strftime("%Y%m%d_%H%M%S"), "trajectory": [], "messages": sim.messages,
         "awm": {"policy": "tau2", "benchmark": BENCHMARK, "domain": domain, "trial": trial, "seed": sim.seed,
                 "stop_reason": sim.termination_reason, "final_answer": None, "error": sim.error,
-                "usage": sim.usage, "data_dirs": [config.data_dir], "reward": (reward or {}).get("reward"),
+                "usage": sim.usage, "data_dirs": [config.data_dir], "airline_db": config.airline_db,
+                "reward": (reward or {}).get("reward"),
                 "user_model": config.user_model}})
     (run_dir / TRAJECTORY.file).write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 

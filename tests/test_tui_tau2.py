@@ -1,0 +1,142 @@
+"""τ²-bench in the TUI (issue 15): the domains in the catalog, the domain screen's tabs and Problems list, playing a
+task as the agent with a scripted simulated user answering, and the replay and verdict of a τ² rollout."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from textual.widgets import Input, OptionList, Static
+
+from awm_engine.agent.endpoints import Endpoint
+from awm_engine.agent.scripted_llm import FakeLLMServer
+from awm_engine.bench.tau2.data import Tau2Data
+from awm_engine.bench.tau2.prompts import STOP
+from awm_engine.bench.tau2.run import Tau2Config, run_tau2
+from awm_engine.eval.results import read_records
+from awm_tui.app import AwmApp
+from awm_tui.screens.tau2 import Tau2PlayScreen, Tau2ReplayScreen, Tau2Screen, Tau2Verdict, verdict_view
+from tests.test_tau2_domains import FIXTURE
+from tests.test_tau2_run import gold_plan, scripted
+from tests.test_tui_play import SIZE, start, wait_until
+
+
+def text_of(widget: Static) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def test_domains_in_the_catalog_and_their_screen(tmp_path):
+    data = Tau2Data(FIXTURE)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=data)
+    async with app.run_test(size=SIZE) as pilot:
+        await start(app, pilot)
+        keys = [r.key for r in app.screen.rows]
+        assert {"tau2_airline", "tau2_retail", "tau2_telecom"} <= set(keys)
+        airline = next(r for r in app.screen.rows if r.key == "tau2_airline")
+        assert airline.data.tasks == 4 and airline.health == "τ²-bench"
+        retail = next(r for r in app.screen.rows if r.key == "tau2_retail")
+        assert retail.health == "no database" and retail.problems.total >= 1  # the fixture has no retail
+        app.open_environment("tau2_airline")
+        await start(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, Tau2Screen)
+        overview = text_of(screen.query_one("#tau2-overview", Static))
+        assert "Problems" in overview and "Airline agent policy (test fixture)" in overview
+        await pilot.press("2")
+        await wait_until(pilot, lambda: screen.databases is not None)
+        tables = screen.query_one("#tau2-table-list", OptionList)
+        assert [tables.get_option_at_index(i).prompt for i in range(tables.option_count)] == \
+            ["flights (6)", "users (3)", "reservations (2)"]
+        await pilot.press("4")
+        tools = screen.query_one("#tau2-tool-list", OptionList)
+        tools.highlighted = 0
+        await pilot.pause()
+        assert "book_reservation" in text_of(screen.query_one("#tau2-tool-detail", Static))
+        await pilot.press("5")
+        screen.query_one("#tau2-task-list", OptionList).highlighted = 2
+        await pilot.pause()
+        detail = text_of(screen.query_one("#tau2-task-detail", Static))
+        assert "update_reservation_passengers" in detail and "reward basis: DB, COMMUNICATE" in detail
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, Tau2Screen)
+
+
+async def test_play_as_the_agent_with_a_simulated_user(tmp_path, monkeypatch):
+    data = Tau2Data(FIXTURE)
+    task = data.domain("airline").task("0")
+    reason = task.user_scenario.instructions.reason_for_call
+    script = {"rules": [{"match": reason, "responses": [{"content": "Please cancel my trip, reservation Z7GOZK."},
+                                                        {"content": f"Thank you. {STOP}"}]}]}
+    with FakeLLMServer(script) as server:
+        config = tmp_path / "config.toml"
+        config.write_text(f'[endpoints.sim]\nbase_url = "{server.url}"\nmodel = "scripted"\n')
+        monkeypatch.setenv("AWM_CONFIG", str(config))
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=data)
+        async with app.run_test(size=SIZE) as pilot:
+            await start(app, pilot)
+            app.open_environment("tau2_airline")
+            await start(app, pilot)
+            await pilot.press("5")
+            app.screen.query_one("#tau2-task-list", OptionList).highlighted = 0
+            await pilot.press("ctrl+g")
+            screen = app.screen
+            assert isinstance(screen, Tau2PlayScreen) and screen.mode == "agent"
+            transcript = screen.query_one("#tau2-transcript")
+            await wait_until(pilot, lambda: any("Z7GOZK" in getattr(e, "content", "") for e in transcript.events))
+            field = screen.query_one("#tau2-input", Input)
+            field.value = '/cancel_reservation {"reservation_id": "Z7GOZK"}'
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: any(type(e).__name__ == "Observation" for e in transcript.events))
+            field.value = "Done: Z7GOZK is cancelled and refunded."
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.done)
+            await pilot.pause()
+            assert screen.query_one("#tau2-play-tabs").active == "tau2-verdict-tab"
+            reward = json.loads((screen.run_dir / "reward.json").read_text())
+            assert reward["reward"] == 1.0 and reward["reward_breakdown"]["DB"] == 1.0
+            assert "finished: user_stop · reward 1.0" in text_of(screen.query_one("#tau2-play-status", Static))
+
+
+async def test_replay_and_verdict_of_a_tau2_rollout(tmp_path):
+    airline = Tau2Data(FIXTURE).domain("airline")
+    plans = [gold_plan(t, f"P{t.id}", "Done: 255 - on time.") for t in airline.split_tasks()]
+    out = tmp_path / "eval" / "run"
+    with FakeLLMServer(scripted(plans)) as server:
+        endpoint = Endpoint(base_url=server.url, model="scripted", temperature=0.0, mode="native")
+        config = Tau2Config(data_dir=str(FIXTURE), domains=["airline"], task_ids=["1"], k=1,
+                            endpoint=endpoint.public())
+        await run_tau2(config, out, endpoint)
+    run_dir = read_records(out / "results.jsonl")[0]["run_dir"]
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await start(app, pilot)
+        app.open_replay(run_dir)
+        await start(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, Tau2ReplayScreen)
+        await wait_until(pilot, lambda: screen.run.states)
+        steps = screen.query_one("#steps", OptionList)
+        labels = [str(steps.get_option_at_index(i).prompt) for i in range(steps.option_count)]
+        assert any("book_reservation" in label for label in labels)
+        assert any("[user] Hello" in label for label in labels)
+        booked = next(i for i, s in enumerate(screen.run.steps) if s.tool == "book_reservation")
+        diff = screen.run.diff_at(booked)
+        assert {t.table for t in diff.tables} == {"flights", "users", "reservations"}
+        assert screen.run.final_matches()
+        await pilot.press("v")
+        await pilot.pause()
+        verdict = screen.query_one(Tau2Verdict)
+        body = text_of(verdict.query_one("#tau2-verdict-body", Static))
+        assert "reward 1.0" in body and "DB check: match" in body and "'255'" in body
+
+
+def test_verdict_view_without_a_verdict():
+    from rich.console import Console
+
+    console = Console(width=120, record=True)
+    console.print(verdict_view(None, "infrastructure_error"))
+    assert "no verdict" in console.export_text()
