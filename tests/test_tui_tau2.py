@@ -20,6 +20,18 @@ from tests.test_tau2_run import gold_plan, scripted
 from tests.test_tui_play import SIZE, start, wait_until
 
 
+async def scripted_run(out, k: int, task_ids=None):
+    """A τ² run on the airline fixture whose agent plays the gold actions (scripted)."""
+    airline = Tau2Data(FIXTURE).domain("airline")
+    plans = [gold_plan(t, f"P{t.id}", "Done: 255 - on time.") for t in airline.split_tasks()]
+    with FakeLLMServer(scripted(plans)) as server:
+        endpoint = Endpoint(base_url=server.url, model="scripted", temperature=0.0, mode="native")
+        config = Tau2Config(data_dir=str(FIXTURE), domains=["airline"], task_ids=task_ids, k=k,
+                            endpoint=endpoint.public())
+        await run_tau2(config, out, endpoint)
+    return out
+
+
 def text_of(widget: Static) -> str:
     from rich.console import Console
 
@@ -102,14 +114,7 @@ async def test_play_as_the_agent_with_a_simulated_user(tmp_path, monkeypatch):
 
 
 async def test_replay_and_verdict_of_a_tau2_rollout(tmp_path):
-    airline = Tau2Data(FIXTURE).domain("airline")
-    plans = [gold_plan(t, f"P{t.id}", "Done: 255 - on time.") for t in airline.split_tasks()]
-    out = tmp_path / "eval" / "run"
-    with FakeLLMServer(scripted(plans)) as server:
-        endpoint = Endpoint(base_url=server.url, model="scripted", temperature=0.0, mode="native")
-        config = Tau2Config(data_dir=str(FIXTURE), domains=["airline"], task_ids=["1"], k=1,
-                            endpoint=endpoint.public())
-        await run_tau2(config, out, endpoint)
+    out = await scripted_run(tmp_path / "eval" / "run", k=1, task_ids=["1"])
     run_dir = read_records(out / "results.jsonl")[0]["run_dir"]
     app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -140,3 +145,26 @@ def test_verdict_view_without_a_verdict():
     console = Console(width=120, record=True)
     console.print(verdict_view(None, "infrastructure_error"))
     assert "no verdict" in console.export_text()
+
+
+async def test_a_tau2_run_in_the_evaluation_dashboard(tmp_path):
+    from awm_tui.screens.evals import EvalScreen
+    from awm_tui.widgets.virtual_table import VirtualTable
+
+    out = await scripted_run(tmp_path / "eval" / "tau2-run", k=2)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await start(app, pilot)
+        app.open_evaluations(out)
+        await wait_until(pilot, lambda: isinstance(app.screen, EvalScreen) and app.screen.is_mounted)
+        await pilot.pause()
+        screen = app.screen
+        rollouts = screen.query_one("#rollout-table", VirtualTable)
+        await wait_until(pilot, lambda: rollouts.row_count == 8)
+        head = screen.query_one("#run-head", Static).content
+        assert "scripted" in str(head) and "rollouts 8/8" in str(head)
+        scenarios = screen.query_one("#scenario-table", VirtualTable)
+        assert scenarios.row_count == 1
+        rollouts.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, Tau2ReplayScreen))

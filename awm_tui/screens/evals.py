@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
+from awm_engine.bench.tau2.run import is_tau2_run
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.eval.batch import work_items
@@ -114,6 +115,13 @@ class EvalScreen(Screen):
         options.clear_options()
         self.runs = []
         for run in found:
+            if is_tau2_run(run):  # a τ²-bench run (awm bench tau2 run): shown as an evaluation (screens/tau2.py)
+                from .tau2 import Tau2RunView
+
+                if (label := Tau2RunView.label(run)) is not None:
+                    options.add_option(Option(label, id=str(run)))
+                    self.runs.append(run)
+                continue
             if is_bfcl_run(run):  # a BFCL run (awm bench bfcl run): its own table and entry view
                 try:
                     options.add_option(Option(run_label(run), id=str(run)))
@@ -144,7 +152,12 @@ class EvalScreen(Screen):
         if self.view is not None and self.view.path.resolve() == Path(path).resolve():
             return
         try:
-            view = BfclRunView(Path(path)) if is_bfcl_run(path) else RunView(Path(path))
+            if is_tau2_run(path):
+                from .tau2 import Tau2RunView
+
+                view = Tau2RunView(Path(path))
+            else:
+                view = BfclRunView(Path(path)) if is_bfcl_run(path) else RunView(Path(path))
         except (RunFormatError, NotAnEvalRun) as exc:
             self.notify(str(exc), title="evaluations", severity="error", markup=False)
             return

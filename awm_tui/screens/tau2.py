@@ -27,16 +27,20 @@ from awm_engine.agent.policies import AssistantTurn, HumanPolicy, LLMPolicy, Nat
 from awm_engine.bench.tau2.data import DOMAINS, Tau2Data, domain_of_key
 from awm_engine.bench.tau2.episode import DomainScenario
 from awm_engine.bench.tau2.models import DB_MODELS, TelecomUserDB
-from awm_engine.bench.tau2.run import Tau2Config, make_nl_judge, run_simulation, task_dir_name
+from awm_engine.bench.tau2.metrics import PASS_THRESHOLD
+from awm_engine.bench.tau2.run import Tau2Config, make_nl_judge, preflight, run_simulation, task_dir_name
 from awm_engine.bench.tau2.store import collections_of
 from awm_engine.data.catalog_rows import CatalogRow
-from awm_engine.data.run_formats import TRAJECTORY
+from awm_engine.data.run_formats import TRAJECTORY, EvalConfig, RunFormatError
 from awm_engine.db.diff import diff_databases
+from awm_engine.eval.results import ResultsIndex
+from awm_engine.eval.runs import read_metadata
 
 from ..actions import bindings
 from ..widgets.diff_view import DiffView
 from ..widgets.transcript import Transcript
 from .catalog import ProblemCount, Row
+from .evals import RunView
 from .replay import ReplayScreen
 
 PREVIEW_ROWS = 20
@@ -545,3 +549,39 @@ class Tau2ReplayScreen(ReplayScreen):
 
     def replay_catalog(self) -> Tau2Catalog:
         return Tau2Catalog(self.data)
+
+
+# -- the evaluation dashboard -----------------------------------------------------------------------------------
+
+class Tau2RunView(RunView):
+    """A τ²-bench run in the evaluation dashboard: its results read as an evaluation's (per domain: mean reward,
+    completion = success, pass@k and pass^k with τ²'s success rule), its rollouts replayed by ``Tau2ReplayScreen``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.tau2 = Tau2Config.load(path)
+        self.config = EvalConfig(data_dirs=[self.tau2.data_dir], scenarios=[f"tau2_{d}" for d in self.tau2.domains],
+                                 policy="tau2", endpoint=self.tau2.endpoint, k=self.tau2.k,
+                                 pass_threshold=PASS_THRESHOLD)
+        read_metadata(path)  # checks its format version
+        self.index = ResultsIndex(path / "results.jsonl")
+        self.expected: int | None = None
+        self.error: str | None = None
+
+    def expected_total(self) -> int | None:
+        if self.expected is None:
+            try:
+                _, chosen = preflight(self.tau2)
+                self.expected = sum(len(tasks) for tasks in chosen.values()) * self.tau2.k
+            except Exception:  # noqa: BLE001 - data moved away: progress shows counts only
+                self.expected = None
+        return self.expected
+
+    @staticmethod
+    def label(run: Path) -> Text | None:
+        try:
+            config = Tau2Config.load(run)
+        except (OSError, ValueError, TypeError, RunFormatError):
+            return None
+        return Text.assemble((run.name, "bold"), f"\nτ²-bench {'+'.join(config.domains)} · {config.model} · "
+                                                 f"k={config.k}")
