@@ -75,8 +75,9 @@ class Participant:
     usage: dict[str, int] = field(default_factory=dict)
 
     async def respond(self) -> AssistantTurn:
+        # no tools at all (airline and retail users): no ``tools`` key in the request (OpenAI refuses an empty list)
         turn = await self.policy.next_turn([{"role": "system", "content": self.system_prompt}, *self.history],
-                                           self.tools, "native")
+                                           self.tools, "native" if self.tools else "meta")
         for key, value in (turn.usage or {}).items():
             if isinstance(value, int):
                 self.usage[key] = self.usage.get(key, 0) + value

@@ -1,9 +1,9 @@
 """``awm bench tau2 run``: τ²-bench tasks × trials through awm's engine, scored as τ²-bench does, into an awm run
 directory.
 
-The run directory has the formats of ``awm eval run`` (``awm_engine.data.run_formats``), so ``awm eval report |
-list | compare``, ``awm bench report`` and the TUI's dashboard read it: ``config.json`` (``Tau2Config``,
-``"benchmark": "tau2"``, plus the keys of an evaluation's configuration), ``results.jsonl`` (one fsync'd line per
+The run directory has the formats of ``awm eval run`` (``awm_engine.data.run_formats``), so ``awm bench report`` and
+the TUI's evaluation dashboard read it: ``config.json`` (``Tau2Config``, ``"benchmark": "tau2"``, plus the keys of
+an evaluation's configuration), ``results.jsonl`` (one fsync'd line per
 simulation, written as each finishes: the τ² messages, the termination reason, ``reward_info`` component by
 component), ``metadata.json`` (τ²'s metrics per domain, the paper's columns, awm's summaries; rewritten as the run
 goes), ``rollouts/<domain>/<task>_<trial>/`` (each simulation's ``trajectory.json``, ``events.jsonl``,
