@@ -211,7 +211,14 @@ def test_dead_endpoint_stops_with_llm_error(tmp_path):
     policy = LLMPolicy(Endpoint(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, timeout=2))
     outcome = asyncio.run(run_episode(Catalog.load(), s, 0, policy, run_dir=tmp_path / "r", verify_mode="code"))
     assert outcome.finished.stop_reason == "llm_error" and "Connection" in outcome.finished.error
-    assert outcome.verification.label == "others"
+    assert outcome.verification is None  # no model answer: nothing was judged (not a failed task)
+
+
+def test_agent_run_on_a_dead_endpoint_exits_1_without_a_verdict(tmp_path, capsys):
+    code = awm(["agent", "run", "--scenario", "maple_library_lending", "--task", "0", "--model", "x", "--base-url",
+                "http://127.0.0.1:9/v1", "--retries", "0", "--out", str(tmp_path / "r"), "--quiet"])
+    assert code == 1 and "the model endpoint failed" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "verify.json").exists()
 
 
 def test_failing_endpoint_is_retried(tmp_path):

@@ -117,9 +117,10 @@ def test_failing_endpoint_is_retried_then_recorded_as_error_and_resume_fixes_it(
     out = tmp_path / "run"
     with FakeLLMServer({"responses": [{"status": 503}], "rules": []}) as llm:
         started = time.time()
+        # every rollout errored: exit 1, and stderr says how to rerun them
         assert awm(["eval", "run", "--scenario", "maple_library_lending", "--task", "0", "--task", "1", "-k", "1",
-                    "--model", "m", "--base-url", llm.url, "--retries", "2", "--out", str(out), "--quiet"]) == 0
-        capsys.readouterr()
+                    "--model", "m", "--base-url", llm.url, "--retries", "2", "--out", str(out), "--quiet"]) == 1
+        assert f"awm eval run --resume {out}" in capsys.readouterr().err
         assert len(llm.requests) == 2 * 3  # each rollout: 1 try + 2 retries
         assert time.time() - started > 0.5  # the client backed off between tries
     records = read_records(out / "results.jsonl")
@@ -138,7 +139,7 @@ def test_failing_endpoint_is_retried_then_recorded_as_error_and_resume_fixes_it(
 def test_unreachable_endpoint(tmp_path, capsys):
     out = tmp_path / "run"
     assert awm(["eval", "run", "--scenario", "maple_library_lending", "--task", "0", "--model", "m",
-                "--base-url", "http://127.0.0.1:9/v1", "--retries", "1", "--out", str(out), "--quiet"]) == 0
+                "--base-url", "http://127.0.0.1:9/v1", "--retries", "1", "--out", str(out), "--quiet"]) == 1
     capsys.readouterr()
     (record,) = read_records(out / "results.jsonl")
     assert record["status"] == "error" and record["error_kind"] == "llm_error" and "Connection" in record["error"]

@@ -3,6 +3,7 @@ refuses a busy port before printing a URL."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -66,6 +67,13 @@ def test_env_serve_guards_host_origin_and_token(served):
             return await client.list_tools()
 
     assert len(asyncio.run(tools())) > 10
+    env = {**os.environ}
+    env.pop("AWM_SERVE_TOKEN", None)
+    check = [sys.executable, "-m", "awm_engine.cli", "env", "check", "--url", url, "--json"]
+    denied = subprocess.run(check, capture_output=True, text=True, timeout=60, env=env)
+    assert denied.returncode == 1 and "--token" in denied.stderr  # says why
+    allowed = subprocess.run([*check, "--token", "s3cret-token"], capture_output=True, text=True, timeout=60, env=env)
+    assert allowed.returncode == 0 and len(json.loads(allowed.stdout)["tools"]) > 10
 
 
 def test_env_serve_on_a_busy_port_exits_before_printing_a_url(tmp_path):
@@ -78,3 +86,4 @@ def test_env_serve_on_a_busy_port_exits_before_printing_a_url(tmp_path):
                               capture_output=True, text=True, timeout=120)
     assert proc.returncode == PORT_BUSY == 3
     assert "already in use" in proc.stderr and "http://" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "srv").exists()  # nothing was created

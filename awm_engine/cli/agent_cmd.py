@@ -134,6 +134,9 @@ async def _agent_run(args: argparse.Namespace) -> int:
         print(f"run directory: {outcome.run_dir}")
         if v:
             print(f"label: {v.label}  reward: {v.reward}" + (f"  ({v.note})" if v.note else ""))
+    if outcome.finished.stop_reason == "llm_error":  # the model never answered: no verdict, not a failed task
+        stderr.print(f"[red]the model endpoint failed: {escape(str(outcome.finished.error))}; not verified[/red]")
+        return 1
     return 0
 
 
@@ -201,6 +204,8 @@ async def _replay(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
+    if not steps:
+        print(f"0 steps: {run.run_dir} recorded no turn (stop reason: {run.stop_reason or 'none: not finished'})")
     for s in steps:
         what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
         print(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")

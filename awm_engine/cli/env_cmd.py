@@ -46,6 +46,8 @@ def register(verbs) -> None:
     check = sub.add_parser("check", help="list the tools of a running MCP server")
     check.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8001/mcp")
     check.add_argument("--timeout", type=float, default=10.0)
+    check.add_argument("--token", metavar="TOKEN", help="bearer token of a server started with --token "
+                                                         "(default: AWM_SERVE_TOKEN)")
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=cmd_check)
     call = sub.add_parser("call", help="one tool call on a fresh episode; prints the result text")
@@ -103,16 +105,16 @@ async def _serve(args: argparse.Namespace) -> int:
         raise CliError(f"{scenario.key} has no task {args.task}")
     out = Path(args.out) if args.out else Path("outputs") / "servers" / (
         time.strftime("%Y%m%d_%H%M%S") + f"_{scenario.key}_{secrets.token_hex(2)}")
-    out.mkdir(parents=True, exist_ok=True)
-    out = out.resolve()
     port = args.port
     if not args.stdio and port == 0:
         from awm_engine.runtime.ports import free_port
 
         port = free_port()
-    if not args.stdio and not port_is_free(port):
+    if not args.stdio and not port_is_free(port):  # before anything is created
         raise CliError(f"port {port} on {HOST} is already in use (pick another with --port, or --port 0)",
                        PORT_BUSY)
+    out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
     token = args.token or os.environ.get("AWM_SERVE_TOKEN")
     if token == "auto":
         token = secrets.token_urlsafe(24)
@@ -186,9 +188,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import list_remote_tools
 
     try:
-        tools = asyncio.run(list_remote_tools(args.url, args.timeout))
+        tools = asyncio.run(list_remote_tools(args.url, args.timeout, args.token or os.environ.get("AWM_SERVE_TOKEN")))
     except Exception as exc:  # noqa: BLE001 - any connection failure is reported the same way
-        raise CliError(f"could not list tools at {args.url}: {type(exc).__name__}: {exc}", 1) from None
+        hint = ""
+        if "401" in str(exc) or "Unauthorized" in str(exc) or "error response" in str(exc):
+            hint = " (a server started with --token answers 401 without it: pass --token TOKEN)"
+        raise CliError(f"could not list tools at {args.url}: {type(exc).__name__}: {exc}{hint}", 1) from None
     if args.json:
         print_json({"url": args.url, "running": bool(tools), "tools": tools})
         return 0 if tools else 1

@@ -18,6 +18,13 @@ from awm_engine.eval.report import COMPARED, aggregates, compare_runs, fmt, mark
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
 
 
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
+
+
 def register(verbs) -> None:
     ev = verbs.add_parser("eval", help="batch evaluation: run, resume, report, compare")
     sub = ev.add_subparsers(dest="eval_verb", metavar="ACTION")
@@ -27,8 +34,8 @@ def register(verbs) -> None:
     run.add_argument("--scenario", action="append", metavar="S")
     run.add_argument("--task", action="append", type=int, metavar="N")
     run.add_argument("--policy", choices=["llm", "oracle", "immediate"], default="llm")
-    run.add_argument("-k", type=int, default=1, help="samples per task")
-    run.add_argument("--concurrency", type=int, default=8, help="rollouts in flight")
+    run.add_argument("-k", type=positive_int, default=1, help="samples per task")
+    run.add_argument("--concurrency", type=positive_int, default=8, help="rollouts in flight")
     run.add_argument("--workers", type=int, default=None,
                      help="environment worker processes (default: CPUs); with --executor ray: actors")
     run.add_argument("--executor", choices=["local", "ray"], default="local",
@@ -131,7 +138,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 130
     _print_report(meta)
     stderr.print(f"run directory: {out.resolve()}")
-    return 0
+    errors = (meta.get("overall") or {}).get("errored") or 0
+    if errors:
+        stderr.print(f"{errors} rollout(s) errored (see results.jsonl); rerun them with: awm eval run --resume {out}")
+    rollouts = (meta.get("overall") or {}).get("rollouts") or 0
+    return 1 if rollouts and errors >= rollouts else 0
 
 
 def _print_report(meta: dict) -> None:

@@ -96,10 +96,10 @@ async def serve_stdio(server: FastMCP) -> None:
     await server.run_stdio_async(show_banner=False)
 
 
-async def list_remote_tools(url: str, timeout: float = 10.0) -> list[dict[str, Any]]:
-    """``tools/list`` on any MCP server (streamable HTTP URL)."""
+async def list_remote_tools(url: str, timeout: float = 10.0, token: str | None = None) -> list[dict[str, Any]]:
+    """``tools/list`` on any MCP server (streamable HTTP URL), with a bearer token when given."""
     from fastmcp import Client
 
-    async with Client(url, timeout=timeout) as client:
+    async with Client(url, timeout=timeout, auth=token) as client:
         tools = await client.list_tools()
     return [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema} for t in tools]
