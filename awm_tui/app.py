@@ -118,10 +118,12 @@ class AwmApp(App):
         self.push_screen(EvalScreen(root, Path(selected) if selected else None))
 
     def open_replay(self, run_dir: Path | str) -> None:
-        from .screens.tau2 import Tau2ReplayScreen, run_data
+        from awm_engine.bench.tau2.episode import run_tau2_data
+
+        from .screens.tau2 import Tau2ReplayScreen
 
         try:
-            tau2 = run_data(run_dir)  # a τ²-bench rollout: replayed on its domain
+            tau2 = run_tau2_data(run_dir)  # a τ²-bench rollout: replayed on its domain
             self.push_screen(Tau2ReplayScreen(run_dir, self.tau2_data or tau2) if tau2 else ReplayScreen(run_dir))
         except (FileNotFoundError, RunFormatError) as exc:  # no run there, or a newer awm's run
             self.notify(str(exc), title="replay", severity="error")

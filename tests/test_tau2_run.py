@@ -129,6 +129,15 @@ def test_report_and_bench_report_read_the_run(fixture_data, tmp_path, capsys):
     assert awm(["bench", "report", str(out), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     assert "tau2" in table["present"]
+    # awm replay on a τ² rollout: the database after a step, rebuilt in a worker episode of the domain
+    rollout = next(r["run_dir"] for r in read_records(out / "results.jsonl") if r["task_id"] == "1")
+    assert awm(["replay", rollout, "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    booked = next(s["step"] for s in steps if s["tool"] == "book_reservation")
+    assert awm(["replay", rollout, "--step", str(booked), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["final_matches"] is True
+    assert {t["table"] for t in replayed["diff"]["tables"]} == {"flights", "users", "reservations"}
 
 
 def test_orchestrator_limits_and_stops(fixture_data, tmp_path):

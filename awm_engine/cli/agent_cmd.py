@@ -179,6 +179,7 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
 
 async def _replay(args: argparse.Namespace) -> int:
     from awm_engine.agent.replay import RunReplay
+    from awm_engine.bench.tau2.episode import DomainCatalog, run_tau2_data
     from awm_engine.runtime.pool import EnvPool
 
     try:
@@ -194,7 +195,8 @@ async def _replay(args: argparse.Namespace) -> int:
     if args.step is not None:
         if not 0 <= args.step < len(run.steps):
             raise CliError(f"the run has steps 0..{len(run.steps) - 1}")
-        catalog = load_catalog(args, quiet=True) if args.data else None
+        tau2 = None if args.data else run_tau2_data(args.run_dir)  # a τ²-bench rollout: replayed on its domain
+        catalog = load_catalog(args, quiet=True) if args.data else DomainCatalog(tau2) if tau2 else None
         async with EnvPool(workers=1) as pool:
             await run.materialize(pool, catalog)
         diff = run.diff_at(args.step)

@@ -25,13 +25,13 @@ from textual.widgets.option_list import Option
 from awm_engine.agent.endpoints import ConfigError, Endpoint, endpoint_names, load_config, resolve_endpoint
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, LLMPolicy, NativeCall
 from awm_engine.bench.tau2.data import DOMAINS, Tau2Data, domain_of_key
-from awm_engine.bench.tau2.episode import DomainScenario
+from awm_engine.bench.tau2.episode import DomainCatalog, DomainScenario, run_tau2_data
 from awm_engine.bench.tau2.models import DB_MODELS, TelecomUserDB
 from awm_engine.bench.tau2.metrics import PASS_THRESHOLD
 from awm_engine.bench.tau2.run import Tau2Config, make_nl_judge, preflight, run_simulation, task_dir_name
 from awm_engine.bench.tau2.store import collections_of
 from awm_engine.data.catalog_rows import CatalogRow
-from awm_engine.data.run_formats import TRAJECTORY, EvalConfig, RunFormatError
+from awm_engine.data.run_formats import EvalConfig, RunFormatError
 from awm_engine.db.diff import diff_databases
 from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
@@ -66,30 +66,6 @@ def tau2_rows(data: Tau2Data | None) -> list[Row]:
         errors = sum(1 for i in domain.issues if i.level == "error") + (1 if problem else 0)
         rows.append(Row(row, "no database" if problem else "τ²-bench", ProblemCount(len(issues), errors)))
     return rows
-
-
-class Tau2Catalog:
-    """Resolves ``tau2_<domain>`` keys for replays (``RunReplay.materialize``)."""
-
-    def __init__(self, data: Tau2Data):
-        self.data = data
-
-    def get(self, key: str) -> DomainScenario:
-        domain = domain_of_key(key)
-        if domain is None:
-            raise KeyError(f"{key} is not a τ²-bench domain")
-        return DomainScenario(self.data, domain)
-
-
-def run_data(run_dir: Path | str) -> Tau2Data | None:
-    """The τ² data directory a rollout recorded (its trajectory's ``awm.data_dirs``)."""
-    try:
-        awm = TRAJECTORY.read(Path(run_dir) / TRAJECTORY.file).get("awm") or {}
-    except (OSError, ValueError):
-        return None
-    if awm.get("benchmark") != "tau2" or not awm.get("data_dirs"):
-        return None
-    return Tau2Data(Path(awm["data_dirs"][0]), Path(awm["airline_db"]) if awm.get("airline_db") else None)
 
 
 def endpoint_for(role: str) -> Endpoint | None:
@@ -547,8 +523,8 @@ class Tau2ReplayScreen(ReplayScreen):
         text = (step.content or "").strip()
         return text[:36] if text else "…"
 
-    def replay_catalog(self) -> Tau2Catalog:
-        return Tau2Catalog(self.data)
+    def replay_catalog(self) -> DomainCatalog:
+        return DomainCatalog(self.data)
 
 
 # -- the evaluation dashboard -----------------------------------------------------------------------------------

@@ -20,13 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from awm_engine.bench.tau2.data import DEFAULT_SPLIT, Tau2Data, domain_key
+from awm_engine.bench.tau2.data import DEFAULT_SPLIT, Tau2Data, domain_key, domain_of_key
 from awm_engine.bench.tau2.environment import TOOLKITS, Tau2Env, build_env
 from awm_engine.bench.tau2.models import DB_MODELS, TelecomUserDB
 from awm_engine.bench.tau2.store import StateStore, read_meta, read_state
 from awm_engine.bench.tau2.tasks import Task
 from awm_engine.bench.tau2.telecom import TelecomUserTools
 from awm_engine.data.records import Task as CatalogTask
+from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.runtime.episode import ToolResult
 
 USER_TOOL_PREFIX = "user:"
@@ -96,6 +97,33 @@ class DomainScenario:
 
     def user_tools(self) -> list[dict[str, Any]]:
         return user_tool_schemas(self.domain)
+
+
+class DomainCatalog:
+    """Resolves ``tau2_<domain>`` keys to ``DomainScenario``s, where a replay looks its scenario up in a catalog
+    (``RunReplay.materialize``, ``awm replay``, the TUI)."""
+
+    def __init__(self, data: Tau2Data):
+        self.data = data
+
+    def get(self, key: str) -> DomainScenario:
+        domain = domain_of_key(key)
+        if domain is None:
+            raise KeyError(f"{key} is not a τ²-bench domain")
+        return DomainScenario(self.data, domain)
+
+
+def run_tau2_data(run_dir: Path | str) -> Tau2Data | None:
+    """The τ² data directory a τ² rollout recorded (its ``trajectory.json``), or None for any other run."""
+    try:
+        awm = TRAJECTORY.read(Path(run_dir) / TRAJECTORY.file).get("awm") or {}
+    except (OSError, ValueError):
+        return None
+    dirs = awm.get("data_dirs")
+    if awm.get("benchmark") != "tau2" or not isinstance(dirs, list) or not dirs or not isinstance(dirs[0], str):
+        return None
+    airline = awm.get("airline_db") if isinstance(awm.get("airline_db"), str) else None
+    return Tau2Data(Path(dirs[0]), Path(airline) if airline else None)
 
 
 def load_domain(key: str, workdir: str | None, domain: str, data_dir: str, airline_db: str | None = None) -> "DomainHost":
