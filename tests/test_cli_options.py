@@ -67,16 +67,16 @@ def test_agent_run_takes_retries_and_eval_records_them(tmp_path, capsys):
     with FakeLLMServer({"responses": [{"status": 503}], "rules": []}) as llm:
         assert awm(["agent", "run", "--scenario", "maple_library_lending", "--task", "0", "--model", "m",
                     "--base-url", llm.url, "--retries", "1", "--verify", "none", "--out", str(tmp_path / "a"),
-                    "--quiet", "--json"]) == 0
+                    "--quiet", "--json"]) == 1  # the endpoint failed: exit 1
         assert json.loads(capsys.readouterr().out)["rollout"]["stop_reason"] == "llm_error"
         assert len(llm.requests) == 2  # 1 try + 1 retry
     out = tmp_path / "e"
     with FakeLLMServer({"responses": [{"status": 503}], "rules": []}) as llm:
         assert awm(["eval", "run", "--scenario", "maple_library_lending", "--task", "0", "--model", "m",
-                    "--base-url", llm.url, "--retries", "0", "--out", str(out), "--quiet"]) == 0
+                    "--base-url", llm.url, "--retries", "0", "--out", str(out), "--quiet"]) == 1  # all errored
         assert len(llm.requests) == 1
     assert json.loads((out / "config.json").read_text())["endpoint"]["max_retries"] == 0
     with FakeLLMServer({"responses": [{"status": 503}], "rules": []}) as llm:
-        assert awm(["eval", "run", "--resume", str(out), "--base-url", llm.url, "--quiet"]) == 0
+        assert awm(["eval", "run", "--resume", str(out), "--base-url", llm.url, "--quiet"]) == 1
         assert len(llm.requests) == 1  # the recorded --retries 0
     capsys.readouterr()

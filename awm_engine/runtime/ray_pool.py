@@ -37,16 +37,22 @@ class PoolActor:
         self.catalog = Catalog.load(data_dirs or None)
         self.settings = (workers, call_timeout, schema_check)
         self.pool = None
+        self._starting = None  # one start, however many opens arrive at once
         self.episodes: dict[str, Any] = {}
 
     async def _ready(self):
-        if self.pool is None:
-            from awm_engine.runtime.pool import EnvPool
-
-            workers, call_timeout, schema_check = self.settings
-            self.pool = EnvPool(workers=workers, call_timeout=call_timeout, schema_check=schema_check)
-            await self.pool.start()
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
         return self.pool
+
+    async def _start(self) -> None:
+        from awm_engine.runtime.pool import EnvPool
+
+        workers, call_timeout, schema_check = self.settings
+        pool = EnvPool(workers=workers, call_timeout=call_timeout, schema_check=schema_check)
+        await pool.start()
+        self.pool = pool
 
     async def open(self, key: str, task_idx: int | None, schema_check: str | None) -> dict[str, Any]:
         pool = await self._ready()
