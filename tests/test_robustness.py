@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 
-from tinyenv import make_env_dir
+from tinyenv import make_env_dir, slow_write
 
 from awm_engine.data import codeinfo
 from awm_engine.data.catalog import Catalog
@@ -34,20 +34,7 @@ async def remember(req: NoteIn):
     return SeenOut(seen=SEEN)
 '''
 
-SLOWISH = '''
-class SlowOut(BaseModel):
-    ok: bool
-
-@app.post("/api/slow_write", summary="Slow write", description="Writes, slowly.", tags=["x"], operation_id="slow_write", response_model=SlowOut)
-def slow_write(req: NoteIn):
-    import time as _t
-    session = SessionLocal()
-    session.add(Note(text=req.text))
-    session.commit()
-    session.close()
-    _t.sleep(0.2)
-    return SlowOut(ok=True)
-'''
+SLOWISH = slow_write(0.2)
 
 
 async def test_import_that_never_finishes_is_broken_fast_and_the_worker_is_replaced(tmp_path):

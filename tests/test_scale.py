@@ -8,25 +8,12 @@ import os
 import signal
 import time
 
-from tinyenv import make_env_dir
+from tinyenv import make_env_dir, slow_write
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.runtime.pool import EnvPool
 
-SLOW = '''
-class SlowOut(BaseModel):
-    ok: bool
-
-@app.post("/api/slow_write", summary="Slow write", description="Writes, slowly.", tags=["x"], operation_id="slow_write", response_model=SlowOut)
-def slow_write(req: NoteIn):
-    import time as _t
-    session = SessionLocal()
-    session.add(Note(text=req.text))
-    session.commit()
-    session.close()
-    _t.sleep(0.3)
-    return SlowOut(ok=True)
-'''
+SLOW = slow_write(0.3)
 
 
 async def test_an_overload_waits_for_room_instead_of_timing_out(tmp_path):

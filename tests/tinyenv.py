@@ -148,3 +148,21 @@ async def note_miles(note_id: int = PathParam(..., description="Note id", exampl
     session.close()
     return out
 '''
+
+
+def slow_write(seconds: float) -> str:
+    """A POST tool that commits a note, then sleeps ``seconds`` (queueing and back-pressure tests)."""
+    return f'''
+class SlowOut(BaseModel):
+    ok: bool
+
+@app.post("/api/slow_write", summary="Slow write", description="Writes, slowly.", tags=["x"], operation_id="slow_write", response_model=SlowOut)
+def slow_write(req: NoteIn):
+    import time as _t
+    session = SessionLocal()
+    session.add(Note(text=req.text))
+    session.commit()
+    session.close()
+    _t.sleep({seconds})
+    return SlowOut(ok=True)
+'''
