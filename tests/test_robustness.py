@@ -176,3 +176,45 @@ def test_awms_own_errors_are_internal_errors_with_their_traceback(tmp_path, monk
     assert records[1]["error_kind"] == "internal_error" and "RuntimeError: a bug in awm" in records[1]["traceback"]
     assert records[0]["status"] == records[2]["status"] == "ok"
     assert meta["overall"]["errors"]["internal_error"] == 1
+
+
+def test_a_tampered_template_is_refused_before_any_copy(tmp_path):
+    import pytest
+
+    from awm_engine.db.templates import TemplateCache
+    from awm_engine.runtime.inprocess import Episode, LoadedEnv, TemplateTampered
+
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Good": ""})]).get("good")
+    template, _ = TemplateCache(tmp_path / "tpl").get(scenario)
+    env = LoadedEnv(scenario.key, scenario.code, template, tmp_path / "w")
+    Episode(env, tmp_path / "e1").close_now()  # pristine: fine
+    with open(env.module_db, "ab") as fh:  # what a handler writing to the module's database would do
+        fh.write(b"poison")
+    with pytest.raises(TemplateTampered, match="changed since the environment was loaded"):
+        Episode(env, tmp_path / "e2")
+    env.close()
+
+
+def test_verifiers_run_on_their_own_threads_and_runs_record_the_sandbox(tmp_path, monkeypatch):
+    import threading
+
+    import awm_engine.verify.verification as verification
+    from awm_engine.data.paths import sample_envs_dir
+    from awm_engine.eval.batch import EvalConfig, run_evaluation
+
+    seen = []
+    real = verification.run_verifier
+
+    def spy(*args, **kwargs):
+        seen.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verification, "run_verifier", spy)
+    config = EvalConfig(data_dirs=[str(sample_envs_dir())], scenarios=["maple_library_lending"], tasks=[0],
+                        policy="oracle", workers=1)
+    meta = asyncio.run(run_evaluation(config, tmp_path / "run"))
+    assert seen and all(name.startswith("awm-verify") for name in seen)  # never the default executor
+    assert meta["sandbox"]["writes_confined"] is not None and "off" in meta["sandbox"]
+    trajectory = json.loads((tmp_path / "run" / "rollouts" / "maple_library_lending" / "0_0" /
+                             "trajectory.json").read_text())
+    assert trajectory["awm"]["sandbox"] == meta["sandbox"]
