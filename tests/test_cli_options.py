@@ -80,3 +80,20 @@ def test_agent_run_takes_retries_and_eval_records_them(tmp_path, capsys):
         assert awm(["eval", "run", "--resume", str(out), "--base-url", llm.url, "--quiet"]) == 1
         assert len(llm.requests) == 1  # the recorded --retries 0
     capsys.readouterr()
+
+
+def test_every_rollout_runner_takes_the_one_executor_group(capsys):
+    from awm_engine.cli.options import EXECUTOR_GROUP
+
+    parser = build_parser()
+    verbs = [("eval", "run"), ("bench", "tau2", "run"), ("bench", "bfcl", "run"), ("bench", "mcp-universe", "run")]
+    for path in verbs:
+        (group,) = [g for g in subparser(parser, *path)._action_groups if g.title == EXECUTOR_GROUP]
+        assert sorted(o for a in group._group_actions for o in a.option_strings) == ["--executor", "--ray-address"]
+    # where the environments are not in the pool, ray is refused with the reason (never silently run locally)
+    assert awm(["bench", "bfcl", "run", "--policy", "ground-truth", "--executor", "ray", "--out", "/nonexistent/x"]) == 2
+    assert "BFCL has no environments in the worker pool" in capsys.readouterr().err
+    assert awm(["bench", "mcp-universe", "run", "--ray-address", "h:6379", "--out", "/nonexistent/x"]) == 2
+    assert "MCP-Universe" in capsys.readouterr().err
+    assert awm(["eval", "run", "--policy", "oracle", "--ray-address", "h:6379", "--out", "/nonexistent/x"]) == 2
+    assert "--ray-address needs --executor ray" in capsys.readouterr().err

@@ -18,6 +18,10 @@ from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.bfcl import categories, scores, wheel
 from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.options import add_executor_args, executor_from_args
+
+BFCL_LOCAL_ONLY = ("BFCL has no environments in the worker pool: its entries are executed and checked by one "
+                   "sandboxed checker host on this machine (the model calls are the slow part; raise --concurrency)")
 
 
 def register(verbs) -> None:
@@ -52,6 +56,7 @@ def register(verbs) -> None:
     run.add_argument("--temperature", type=float, default=None, help="default 0.001 (BFCL's)")
     run.add_argument("--max-tokens", type=int, default=None)
     run.add_argument("--retries", type=int, default=None, help="endpoint retries per request (default 3)")
+    add_executor_args(run, local_only=BFCL_LOCAL_ONLY)
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="RUN_DIR", help="a new run directory")
     where.add_argument("--resume", metavar="RUN_DIR", help="run what is missing or errored in a run")
@@ -144,6 +149,7 @@ def _resume_config(args: argparse.Namespace):
 def cmd_run(args: argparse.Namespace) -> int:
     from awm_engine.bench.bfcl.run import preflight, run_bfcl
 
+    executor_from_args(args, local_only=BFCL_LOCAL_ONLY)
     _require()
     config, endpoint = _resume_config(args) if args.resume else _config(args)
     out = Path(args.resume or args.out)

@@ -11,7 +11,14 @@ from rich.table import Table as RichTable
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import CliError, add_data_arg, print_json, print_warning, stderr, stdout
-from awm_engine.cli.options import add_agent_args, agent_config_from_args, endpoint_from_args, judge_from_args
+from awm_engine.cli.options import (
+    add_agent_args,
+    add_executor_args,
+    agent_config_from_args,
+    endpoint_from_args,
+    executor_from_args,
+    judge_from_args,
+)
 from awm_engine.data.paths import sample_envs_dir
 from awm_engine.eval.batch import EvalConfig, preflight, run_evaluation
 from awm_engine.eval.report import COMPARED, aggregates, compare_runs, fmt, markdown, pass_ks, run_metadata
@@ -38,11 +45,9 @@ def register(verbs) -> None:
     run.add_argument("--concurrency", type=positive_int, default=8, help="rollouts in flight")
     run.add_argument("--workers", type=int, default=None,
                      help="environment worker processes (default: CPUs); with --executor ray: actors")
-    run.add_argument("--executor", choices=["local", "ray"], default="local",
-                     help="local: workers on this machine; ray: environment workers as Ray actors")
-    run.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: a running cluster (default: local)")
     run.add_argument("--pass-threshold", type=float, default=0.5)
     add_agent_args(run)
+    add_executor_args(run)
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="RUN_DIR", help="a new run directory")
     where.add_argument("--resume", metavar="RUN_DIR", help="rerun only the missing or errored rollouts of a run")
@@ -81,17 +86,19 @@ def _config_from_args(args) -> tuple[EvalConfig, Endpoint | None, Endpoint | Non
     judge = judge_from_args(args) if args.verify == "sql" else None
     agent = agent_config_from_args(args, endpoint=endpoint)
     data_dirs = [str(Path(d).resolve()) for d in (args.data or [sample_envs_dir()])]
+    executor, ray_address = executor_from_args(args)
     config = EvalConfig(data_dirs=data_dirs, scenarios=args.scenario, tasks=args.task, policy=args.policy,
                         endpoint=_endpoint_record(endpoint), k=args.k, concurrency=args.concurrency,
                         workers=args.workers, verify=args.verify, judge=judge.public() if judge else None,
-                        agent=agent.to_dict(), pass_threshold=args.pass_threshold, executor=args.executor,
-                        ray_address=args.ray_address)
+                        agent=agent.to_dict(), pass_threshold=args.pass_threshold, executor=executor,
+                        ray_address=ray_address)
     return config, endpoint, judge
 
 
 def _resume_config(args) -> tuple[EvalConfig, Endpoint | None, Endpoint | None]:
     """The run's own configuration (agent settings included); --base-url, --api-key and --retries may override."""
     config = load_eval_config(args.resume)
+    config.executor, config.ray_address = executor_from_args(args, (config.executor, config.ray_address))
     endpoint = judge = None
     try:
         if config.policy == "llm":

@@ -17,6 +17,7 @@ from awm_engine.bench import report as bench_report
 from awm_engine.bench.mcp_universe import scores, tasks
 from awm_engine.bench.mcp_universe.servers import ServerConfigError, load_servers
 from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.options import add_executor_args, executor_from_args
 
 
 def _output_flags(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +32,10 @@ def _judge_flags(parser: argparse.ArgumentParser) -> None:
                              "it those evaluators report needs: llm-judge")
     parser.add_argument("--judge-base-url", metavar="URL", help="the judge's OpenAI-compatible base URL")
     parser.add_argument("--judge-api-key", help=argparse.SUPPRESS)
+
+
+MCPU_LOCAL_ONLY = ("MCP-Universe's tasks run against its MCP servers, started as sandboxed processes on this "
+                   "machine or reached at their URLs, not in the worker pool")
 
 
 def register(which) -> None:
@@ -66,6 +71,7 @@ def register(which) -> None:
                      help="the servers are stand-ins with fixed data: the report marks the run as an offline "
                           "simulation")
     _judge_flags(run)
+    add_executor_args(run, local_only=MCPU_LOCAL_ONLY)
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="RUN_DIR")
     where.add_argument("--resume", metavar="RUN_DIR")
@@ -128,6 +134,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from awm_engine.bench.mcp_universe.run import McpuConfig, is_mcpu_run, run_mcpu, select
 
+    executor_from_args(args, local_only=MCPU_LOCAL_ONLY)
     if args.resume:
         if not is_mcpu_run(args.resume):
             raise CliError(f"{args.resume} is not an MCP-Universe run")

@@ -1,15 +1,20 @@
 """Options shared by several verbs. The agent settings are one group used by ``awm agent run`` and
 ``awm eval run`` (so the two accept the same flags and cannot drift), with one way to turn the parsed
-flags into the model endpoint, the ``AgentConfig`` and the judge."""
+flags into the model endpoint, the ``AgentConfig`` and the judge. The executor (``--executor``,
+``--ray-address``) is one group used by every verb that runs rollouts: ``awm eval run`` and the
+``awm bench … run`` verbs."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, read_system_prompt, resolve_endpoint
 from awm_engine.agent.rollout import PROTOCOL_DEFAULT, PROTOCOLS, AgentConfig
 from awm_engine.cli.common import CliError
+from awm_engine.eval.batch import EXECUTORS
 
 AGENT_GROUP = "agent settings"
+EXECUTOR_GROUP = "executor"
 
 
 def add_endpoint_args(parser, prefix: str = "") -> None:
@@ -76,3 +81,41 @@ def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint
                               model=getattr(args, f"{prefix}_model"))
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+
+
+def add_executor_args(parser: argparse.ArgumentParser, local_only: str | None = None) -> None:
+    """``--executor local|ray`` and ``--ray-address``. ``local_only``: why this verb's environments cannot run
+    on Ray (said in ``--help``; ``executor_from_args`` refuses ``--executor ray`` with it)."""
+    if local_only:
+        group = parser.add_argument_group(EXECUTOR_GROUP, f"local only: {local_only}")
+        group.add_argument("--executor", choices=list(EXECUTORS), default=None,
+                           help="local (the only one that applies here; ray is refused)")
+        group.add_argument("--ray-address", metavar="ADDR", help="refused: see --executor")
+        return
+    group = parser.add_argument_group(EXECUTOR_GROUP, "where the environments run: worker processes on this "
+                                                      "machine (local), or Ray actors each hosting a pool of "
+                                                      "workers (ray), locally or on a cluster")
+    group.add_argument("--executor", choices=list(EXECUTORS), default=None,
+                       help="local (default) or ray (needs pip install 'awm[ray]'); --resume keeps the run's own "
+                            "unless given")
+    group.add_argument("--ray-address", metavar="ADDR",
+                       help="with --executor ray: a running cluster (ray://HOST:10001 or HOST:6379; default: "
+                            "$RAY_ADDRESS, else a Ray instance started on this machine for the run)")
+
+
+def executor_from_args(args: argparse.Namespace, recorded: tuple[str, str | None] | None = None,
+                       local_only: str | None = None) -> tuple[str, str | None]:
+    """(executor, ray address) from the flags, else from ``recorded`` (a resumed run's own), else local.
+    ``CliError`` for ``--ray-address`` without the ray executor, and for ray where ``local_only`` says why not."""
+    executor = args.executor or (recorded[0] if recorded and recorded[0] else "local")
+    if args.executor is None and args.ray_address is None and recorded:
+        address = recorded[1]
+    else:
+        address = args.ray_address
+    if local_only and (args.executor == "ray" or args.ray_address):
+        raise CliError(f"--executor ray does not apply here: {local_only}")
+    if address and executor != "ray":
+        raise CliError("--ray-address needs --executor ray")
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise CliError("--executor ray needs Ray: pip install 'awm[ray]' (or make setup-ray)")
+    return executor, address

@@ -15,7 +15,7 @@ from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, re
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.tau2.data import DEFAULT_SPLIT, DOMAINS, Tau2Data
 from awm_engine.cli.common import CliError, print_json, stderr, stdout
-from awm_engine.cli.options import add_endpoint_args, judge_from_args
+from awm_engine.cli.options import add_endpoint_args, add_executor_args, executor_from_args, judge_from_args
 
 DATA_ENV = "AWM_TAU2_DATA"
 
@@ -53,7 +53,9 @@ def register(which) -> None:
     run.add_argument("--timeout", type=float, default=None, help="seconds per simulation (default: none)")
     run.add_argument("--seed", type=int, default=300)
     run.add_argument("--concurrency", type=int, default=4, help="simulations in flight")
-    run.add_argument("--workers", type=int, default=None, help="environment worker processes")
+    run.add_argument("--workers", type=int, default=None,
+                     help="environment worker processes (default: 2); with --executor ray: actors")
+    add_executor_args(run)
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="RUN_DIR", help="a new run directory")
     where.add_argument("--resume", metavar="RUN_DIR", help="run what is missing or errored in a run")
@@ -150,12 +152,14 @@ def _config(args: argparse.Namespace):
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     judge = judge_from_args(args)
+    executor, ray_address = executor_from_args(args)
     config = Tau2Config(data_dir=str(data.root), domains=list(dict.fromkeys(args.domain)), split=args.split,
                         task_ids=args.task, airline_db=str(data.airline_db) if data.airline_db else None, k=args.k,
                         endpoint=_public(agent), user_endpoint=_public(user),
                         judge=judge.public() if judge else None, max_steps=args.max_steps,
                         max_errors=args.max_errors, timeout=args.timeout, seed=args.seed,
-                        concurrency=args.concurrency, workers=args.workers)
+                        concurrency=args.concurrency, workers=args.workers, executor=executor,
+                        ray_address=ray_address)
     return config, agent, user, judge
 
 
@@ -169,6 +173,7 @@ def _resume_config(args: argparse.Namespace):
     if not is_tau2_run(args.resume):
         raise CliError(f"{args.resume} is not a τ²-bench run (no config.json with \"benchmark\": \"tau2\")")
     config = Tau2Config.load(args.resume)
+    config.executor, config.ray_address = executor_from_args(args, (config.executor, config.ray_address))
 
     def again(ep: dict | None) -> Endpoint | None:
         if not ep:

@@ -440,6 +440,21 @@ class EnvPool:
         """Load a scenario on one worker (e.g. to list its tools); raises EnvLoadError for broken code."""
         return await self._load(self._pick(scenario), scenario)
 
+    async def warm(self, scenario: Scenario) -> dict[int, float]:
+        """Load ``scenario`` on every worker now (its template built first), so that no episode open pays for a
+        first load later: seconds each worker took to load it, by worker index (0.0 where it already was).
+        Raises EnvLoadError for code that does not load."""
+        if not is_hosted(scenario) and scenario.key not in self.broken:
+            await self._template(scenario)
+
+        async def one(worker: WorkerProcess) -> tuple[int, float]:
+            started = time.perf_counter()
+            await self._load(worker, scenario)
+            worker.last_used[scenario.key] = time.monotonic()
+            return worker.index, time.perf_counter() - started
+
+        return dict(await asyncio.gather(*(one(w) for w in self.workers if w.alive)))
+
     def _pick(self, scenario: Scenario) -> WorkerProcess:
         """The least-loaded worker, counting episodes still being opened (so a burst spreads evenly)."""
         alive = [w for w in self.workers if w.alive] or self.workers

@@ -6,12 +6,17 @@ the episode interface (``runtime.episode.EpisodeHandle``): tool calls go to its 
 ``initial.db`` and ``final.db`` come back to the caller's run directory, so rollouts, verification,
 results and resume work exactly as with the local executor. Ray is an optional dependency
 (``pip install 'awm[ray]'``); the data directories must be readable at the same paths on every node.
+
+An actor resolves scenario keys with its own catalog: the AWM catalog of ``data_dirs`` by default, or what
+``catalog`` (a picklable function of no arguments, e.g. a ``functools.partial`` of a module-level function)
+returns — anything with ``get(key)``, such as τ²-bench's domains (``bench.tau2.episode.domain_catalog``).
 """
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult
@@ -25,16 +30,23 @@ def require_ray():
     return ray
 
 
+def awm_catalog(data_dirs: list[str]):
+    """The default catalog of an actor: the AWM scenarios of ``data_dirs`` (the sample environments if none)."""
+    from awm_engine.data.catalog import Catalog
+
+    return Catalog.load(data_dirs or None)
+
+
 class PoolActor:
     """Runs inside a Ray worker process: a local pool and the episodes it hosts (awm's own code; the
     environment code runs in the pool's sandboxed workers)."""
 
-    def __init__(self, data_dirs: list[str], workers: int, call_timeout: float, schema_check: str):
-        from awm_engine.data.catalog import Catalog
+    def __init__(self, catalog: Callable[[], Any], workers: int, call_timeout: float, schema_check: str):
         from awm_engine.sandbox.host import harden_parent
 
         harden_parent()
-        self.catalog = Catalog.load(data_dirs or None)
+        self.catalog = catalog()
+        self.scenarios: dict[str, Any] = {}
         self.settings = (workers, call_timeout, schema_check)
         self.pool = None
         self._starting = None  # one start, however many opens arrive at once
@@ -54,10 +66,17 @@ class PoolActor:
         await pool.start()
         self.pool = pool
 
-    async def open(self, key: str, task_idx: int | None, schema_check: str | None) -> dict[str, Any]:
+    def _scenario(self, key: str):
+        if key not in self.scenarios:
+            self.scenarios[key] = self.catalog.get(key)
+        return self.scenarios[key]
+
+    async def open(self, key: str, task_idx: int | None, schema_check: str | None,
+                   options: dict[str, Any] | None = None) -> dict[str, Any]:
         pool = await self._ready()
         try:
-            episode = await pool.open_episode(self.catalog.get(key), task_idx=task_idx, schema_check=schema_check)
+            episode = await pool.open_episode(self._scenario(key), task_idx=task_idx, schema_check=schema_check,
+                                              options=options)
         except (EnvLoadError, KeyError, IndexError) as exc:
             return {"error": str(exc.args[0] if isinstance(exc, KeyError) else exc)}
         self.episodes[episode.id] = episode
@@ -95,6 +114,14 @@ class PoolActor:
     def load(self) -> int:
         return len(self.episodes)
 
+    async def warm(self, key: str) -> dict[str, Any]:
+        """Load ``key`` on every worker of this actor: seconds per worker (or the error)."""
+        pool = await self._ready()
+        try:
+            return {"seconds": await pool.warm(self._scenario(key))}
+        except (EnvLoadError, KeyError) as exc:
+            return {"error": str(exc.args[0] if isinstance(exc, KeyError) else exc)}
+
     async def stop(self) -> None:
         if self.pool is not None:
             await self.pool.close()
@@ -104,7 +131,7 @@ class RayEpisode:
     """An episode hosted by a ``PoolActor`` (implements ``runtime.episode.EpisodeHandle``)."""
 
     def __init__(self, pool: "RayEnvPool", actor, actor_index: int, scenario: Scenario, run_dir: Path,
-                 info: dict[str, Any], task_idx: int | None):
+                 info: dict[str, Any], task_idx: int | None, options: dict[str, Any] | None = None):
         self.pool = pool
         self.actor = actor
         self.actor_index = actor_index
@@ -117,6 +144,7 @@ class RayEpisode:
         self.template = info.get("template")
         self.schema_check = info.get("schema_check")
         self.task_idx = task_idx
+        self.options = options
         self.closed = False
 
     @property
@@ -165,12 +193,15 @@ class RayEpisode:
 
 
 class RayEnvPool:
-    """``EnvPool``'s interface over Ray actors: ``async with RayEnvPool(data_dirs, actors=4) as pool``."""
+    """``EnvPool``'s interface over Ray actors: ``async with RayEnvPool(data_dirs, actors=4) as pool`` (or
+    ``RayEnvPool(catalog=factory)`` for scenarios that are not in an AWM catalog)."""
 
-    def __init__(self, data_dirs: list[str], actors: int | None = None, workers_per_actor: int = 1,
+    def __init__(self, data_dirs: list[str] | None = None, actors: int | None = None, workers_per_actor: int = 1,
                  address: str | None = None, call_timeout: float = DEFAULT_CALL_TIMEOUT,
-                 schema_check: str = "reference", workdir: Path | str | None = None):
-        self.data_dirs = [str(d) for d in data_dirs]
+                 schema_check: str = "reference", workdir: Path | str | None = None,
+                 catalog: Callable[[], Any] | None = None):
+        self.data_dirs = [str(d) for d in data_dirs or []]
+        self.catalog = catalog or functools.partial(awm_catalog, self.data_dirs)
         self.n_actors = actors
         self.workers_per_actor = workers_per_actor
         self.address = address
@@ -198,19 +229,21 @@ class RayEnvPool:
             self._started_ray = True
         count = self.n_actors or max(1, int(ray.cluster_resources().get("CPU", 1)) // max(1, self.workers_per_actor))
         remote = ray.remote(num_cpus=0)(PoolActor)
-        self.actors = [remote.remote(self.data_dirs, self.workers_per_actor, self.call_timeout, self.schema_check)
+        self.actors = [remote.remote(self.catalog, self.workers_per_actor, self.call_timeout, self.schema_check)
                        for _ in range(count)]
         self.loads = [0] * count
 
     async def open_episode(self, scenario: Scenario, run_dir: Path | str | None = None,
                            episode_id: str | None = None, task_idx: int | None = None,
-                           attach: bool = False, schema_check: str | None = None) -> RayEpisode:
+                           attach: bool = False, schema_check: str | None = None,
+                           options: dict[str, Any] | None = None) -> RayEpisode:
         if attach:
             raise EnvLoadError("the ray executor cannot continue an episode from existing databases", scenario.key)
         index = min(range(len(self.actors)), key=lambda i: self.loads[i])
         self.loads[index] += 1
         try:
-            info = await self.actors[index].open.remote(scenario.key, task_idx, schema_check or self.schema_check)
+            info = await self.actors[index].open.remote(scenario.key, task_idx, schema_check or self.schema_check,
+                                                        options)
         except Exception as exc:  # noqa: BLE001
             self.loads[index] -= 1
             raise EnvLoadError(f"{scenario.key}: the ray actor failed: {exc}", scenario.key) from None
@@ -218,7 +251,19 @@ class RayEnvPool:
             self.loads[index] -= 1
             raise EnvLoadError(info["error"], scenario.key)
         run_dir = Path(run_dir) if run_dir else Path(self.workdir or ".") / "episodes" / info["id"]
-        return RayEpisode(self, self.actors[index], index, scenario, run_dir, info, task_idx)
+        return RayEpisode(self, self.actors[index], index, scenario, run_dir, info, task_idx, options)
+
+    async def warm(self, scenario: Scenario) -> dict[int, float]:
+        """Load ``scenario`` on every worker of every actor before episodes need it: seconds per worker, keyed
+        ``actor * workers_per_actor + worker`` (``EnvLoadError`` when it cannot load)."""
+        answers = await asyncio.gather(*(a.warm.remote(scenario.key) for a in self.actors))
+        out: dict[int, float] = {}
+        for i, answer in enumerate(answers):
+            if "error" in answer:
+                raise EnvLoadError(answer["error"], scenario.key)
+            for w, seconds in answer["seconds"].items():
+                out[i * self.workers_per_actor + int(w)] = seconds
+        return out
 
     async def close(self) -> None:
         ray = require_ray()

@@ -101,16 +101,23 @@ class DomainScenario:
 
 class DomainCatalog:
     """Resolves ``tau2_<domain>`` keys to ``DomainScenario``s, where a replay looks its scenario up in a catalog
-    (``RunReplay.materialize``, ``awm replay``, the TUI)."""
+    (``RunReplay.materialize``, ``awm replay``, the TUI, a Ray actor of ``--executor ray``)."""
 
-    def __init__(self, data: Tau2Data):
+    def __init__(self, data: Tau2Data, split: str = DEFAULT_SPLIT):
         self.data = data
+        self.split = split
 
     def get(self, key: str) -> DomainScenario:
         domain = domain_of_key(key)
         if domain is None:
             raise KeyError(f"{key} is not a τ²-bench domain")
-        return DomainScenario(self.data, domain)
+        return DomainScenario(self.data, domain, self.split)
+
+
+def domain_catalog(data_dir: str, airline_db: str | None = None, split: str = DEFAULT_SPLIT) -> DomainCatalog:
+    """The domains of a τ² data directory, built where it is called (``RayEnvPool(catalog=partial(...))``: on
+    each actor's node, which must see the directory at the same path)."""
+    return DomainCatalog(Tau2Data(Path(data_dir), Path(airline_db) if airline_db else None), split)
 
 
 def run_tau2_data(run_dir: Path | str) -> Tau2Data | None:

@@ -17,6 +17,7 @@ Each simulation: a pool episode of the domain opened at the task's initial state
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -32,14 +33,14 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.bench.report import cell
 from awm_engine.bench.tau2.data import DEFAULT_SPLIT, DOMAINS, Tau2Data, domain_key, domain_of_key
-from awm_engine.bench.tau2.episode import DomainScenario, user_tool_schemas
+from awm_engine.bench.tau2.episode import DomainScenario, domain_catalog, user_tool_schemas
 from awm_engine.bench.tau2.evaluation import evaluate_simulation
 from awm_engine.bench.tau2.metrics import PASS_THRESHOLD, domain_metrics, paper_columns
 from awm_engine.bench.tau2.orchestrator import INFRASTRUCTURE_ERROR, Limits, Orchestrator, Participant, Simulation
 from awm_engine.bench.tau2.prompts import JUDGE_SYSTEM, agent_system_prompt, judge_user_prompt, user_system_prompt
 from awm_engine.bench.tau2.tasks import Task
 from awm_engine.data.run_formats import CONFIG, METADATA, TRAJECTORY
-from awm_engine.eval.batch import Progress, lock_run_dir
+from awm_engine.eval.batch import EXECUTORS, Progress, lock_run_dir
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, resume_results, rollout_id
 from awm_engine.runtime.episode import EnvLoadError
@@ -69,6 +70,8 @@ class Tau2Config:
     seed: int = DEFAULT_SEED
     concurrency: int = 4
     workers: int | None = None
+    executor: str = "local"  # local (worker processes here) | ray (Ray actors, each with its own workers)
+    ray_address: str | None = None  # a running cluster (None: $RAY_ADDRESS, else a Ray started for the run)
     policy: str = "llm"
     benchmark: str = BENCHMARK
     task_versions: dict[str, str] = field(default_factory=dict)
@@ -137,6 +140,8 @@ def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
         raise RunRefused(f"unknown domain(s) {', '.join(unknown)} (choose from {', '.join(DOMAINS)})")
     if config.k < 1 or config.max_steps < 1 or config.max_errors < 1 or config.concurrency < 1:
         raise RunRefused("-k, --max-steps, --max-errors and --concurrency must be at least 1")
+    if config.executor not in EXECUTORS:
+        raise RunRefused(f"unknown executor {config.executor!r} (choose from {', '.join(EXECUTORS)})")
     data = config.data()
     if not data.root.is_dir():
         raise RunRefused(f"no τ² data directory at {data.root} (--tau2-data DIR)")
@@ -167,6 +172,19 @@ def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
     if not chosen:
         raise RunRefused("no tasks selected")
     return data, chosen
+
+
+def make_pool(config: Tau2Config):
+    """Where the domains' episodes live: worker processes here, or Ray actors (``--executor ray``) that build the
+    domains from the same data directory on their nodes."""
+    if config.executor == "ray":
+        from awm_engine.runtime.ray_pool import RayEnvPool
+
+        factory = functools.partial(domain_catalog, config.data_dir, config.airline_db, config.split)
+        return RayEnvPool(catalog=factory, actors=config.workers, address=config.ray_address)
+    if config.executor not in EXECUTORS:
+        raise RunRefused(f"unknown executor {config.executor!r} (choose from {', '.join(EXECUTORS)})")
+    return EnvPool(workers=config.workers or min(2, max(1, config.concurrency)))
 
 
 def make_nl_judge(endpoint: Endpoint):
@@ -408,7 +426,7 @@ async def _run_locked(config, out, data, chosen, agent, user, judge, resume, on_
     writer = ResultsWriter(results)
     semaphore = asyncio.Semaphore(max(1, config.concurrency))
     last_meta = 0.0
-    pool = EnvPool(workers=config.workers or min(2, max(1, config.concurrency)))
+    pool = make_pool(config)
     await pool.start()
 
     async def one(domain: str, task: Task, trial: int) -> None:
