@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible chat-completions server, for tests and demos (``awm fake-llm``).
+"""A scripted OpenAI-compatible chat-completions server, for tests and demos (``awm fake-llm``); its
+``/v1/embeddings`` answers with deterministic bag-of-words vectors (``word_vector``).
 
 Script (JSON)::
 
@@ -8,15 +9,17 @@ Script (JSON)::
         {"tool_calls": [{"name": "list_branches", "arguments": {}}]},   # native tool calls
         {"status": 503, "body": "overloaded"},       # an HTTP error (to test retries)
         {"content": "All done.", "delay": 0.5},
+        {"content": "{\\"tab", "finish_reason": "length"},   # a reply cut off by the token limit
         {"content": "...", "token_ids": [1, 2], "prompt_token_ids": [7, 8, 9]}],  # token ids, as vLLM returns them
      "rules": [                                      # conversations recognised by a substring
-        {"match": "impartial", "responses": [{"content": "{\\"classification\\": \\"complete\\", ...}"}]}]}
+        {"match": "impartial", "responses": [{"content": "{\\"classification\\": \\"complete\\", ...}"}]},
+        {"match": ["stage: db", "attempt 2/"], "responses": [...]}]}   # a list: every text must occur
 
 Which response answers a request is stateless: the number of assistant messages already in the
 request picks it (the last one repeats), so concurrent conversations each get the full script. With
 ``"cursor": "sequential"`` it is instead the number of earlier requests of the same conversation
 (same first two messages) — for clients that trim their history. A
-rule applies when its ``match`` text occurs in any message of the request. Errors (``status``)
+rule applies when its ``match`` text (or every text of a ``match`` list) occurs in the request's messages. Errors (``status``)
 are counted per (conversation position, response) so a retried request moves past them.
 """
 
@@ -66,7 +69,9 @@ class ScriptedModel:
         responses = self.script.get("responses") or []
         rule_id = None
         for i, rule in enumerate(self.script.get("rules") or []):
-            if rule.get("match") and rule["match"] in text:
+            needles = rule.get("match")
+            needles = [needles] if isinstance(needles, str) else needles
+            if needles and all(isinstance(n, str) and n in text for n in needles):
                 responses, rule_id = rule["responses"], i
                 break
         if not responses:
@@ -105,7 +110,8 @@ class ScriptedModel:
         prompt_tokens = sum(len(str(m.get("content") or "")) // 4 for m in body.get("messages") or [])
         completion_tokens = len(message.get("content") or "") // 4 + 1
         choice: dict[str, Any] = {"index": 0, "message": message,
-                                  "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+                                  "finish_reason": response.get("finish_reason")
+                                  or ("tool_calls" if message.get("tool_calls") else "stop")}
         data = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model") or self.script.get("model", "scripted"), "choices": [choice],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -116,6 +122,17 @@ class ScriptedModel:
         if "prompt_token_ids" in response:
             data["prompt_token_ids"] = response["prompt_token_ids"]
         return data
+
+
+def word_vector(text: str, dims: int = 64) -> list[float]:
+    """A deterministic stand-in embedding: counts of the text's words hashed into ``dims`` buckets."""
+    import hashlib
+    import re
+
+    vector = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 1.0
+    return vector
 
 
 def create_app(script: dict[str, Any] | Path | str):
@@ -129,6 +146,17 @@ def create_app(script: dict[str, Any] | Path | str):
     @app.get("/v1/models")
     async def models():
         return {"object": "list", "data": [{"id": model.script.get("model", "scripted"), "object": "model"}]}
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request):
+        body = await request.json()
+        model.requests.append(body)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
+        return {"object": "list", "model": body.get("model") or "scripted-embedding",
+                "data": [{"object": "embedding", "index": i, "embedding": word_vector(t)} for i, t in enumerate(texts)],
+                "usage": {"prompt_tokens": sum(len(t) // 4 for t in texts), "total_tokens": sum(len(t) // 4
+                                                                                               for t in texts)}}
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):

@@ -12,7 +12,7 @@ import sys
 
 from rich.markup import escape
 
-from awm_engine.cli import agent_cmd, bench_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd, train_cmd
+from awm_engine.cli import agent_cmd, bench_cmd, catalog_cmd, db_cmd, env_cmd, eval_cmd, gen_cmd, train_cmd
 from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
 from awm_engine.sandbox.host import harden_parent
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent_cmd.register(verbs)
     eval_cmd.register(verbs)
     train_cmd.register(verbs)
+    gen_cmd.register(verbs)
     bench_cmd.register(verbs)
     return parser
 

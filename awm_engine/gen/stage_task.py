@@ -1,0 +1,36 @@
+"""Stage ``task``: N one-sentence, API-solvable requests per scenario (fewer is retried, more is cut)."""
+from __future__ import annotations
+
+from typing import Any
+
+from awm_engine.gen import prompts
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.parse import BadReply, parse_object
+
+
+async def generate_tasks(ctx: GenContext, scenario: dict[str, Any]) -> tuple[Outcome, dict[str, Any] | None]:
+    name, description = str(scenario["name"]), str(scenario.get("description") or "")
+    count = ctx.config.num_tasks
+
+    def messages(number, total, guidance):
+        body = prompts.task_user(name, description, count)
+        return [{"role": "system", "content": prompts.TASK_SYSTEM},
+                {"role": "user", "content": user_message("task", name, number, total, guidance, body)}]
+
+    async def evaluate(reply) -> Attempt:
+        tasks = parse_object(reply.text, reply.finish_reason, "tasks")["tasks"]
+        if not isinstance(tasks, list):
+            raise BadReply(f"'tasks' is a {type(tasks).__name__}, not a list of strings")
+        usable = [t.strip() for t in tasks if isinstance(t, str) and t.strip()]
+        errors = []
+        if len(usable) < len(tasks):
+            errors.append(f"{len(tasks) - len(usable)} of the tasks are not non-empty strings")
+        if len(usable) < count:
+            errors.append(f"only {len(usable)} usable tasks; exactly {count} are needed")
+            return Attempt(usable or None, errors, float(count - len(usable)))
+        return Attempt(usable[:count], errors, 0.0, True)
+
+    outcome = await run_attempts(ctx, "task", name, messages, evaluate, max_tokens=32000)
+    if outcome.best is None:
+        return outcome, None
+    return outcome, {"scenario": name, "tasks": outcome.best.value}

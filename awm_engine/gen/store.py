@@ -1,0 +1,133 @@
+"""A generation run's output directory: the AWM files (``gen_*.jsonl``), the built databases, and the run's own
+records under ``.awm-gen/`` (config, one event per attempt and per finished stage).
+
+Rows are appended as each scenario finishes a stage (one write per line, flushed and synced), so a killed run
+keeps everything finished; a line cut off by the kill is dropped when the run resumes. What is in the files is
+what is done: resuming redoes only what has no row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from awm_engine.data.catalog import FILES
+from awm_engine.data.names import normalize_scenario_name
+from awm_engine.gen.records import GEN_FORMAT_VERSION, GenConfig
+
+STAGE_FILES = {"scenario": FILES["scenario"], "task": FILES["tasks"], "db": FILES["db"], "sample": FILES["sample"],
+               "spec": FILES["spec"], "env": FILES["envs"], "verifier_sql": FILES["verifier_sql"],
+               "verifier_code": FILES["verifier_code"]}
+
+
+class GenStoreError(Exception):
+    pass
+
+
+class GenStore:
+    def __init__(self, out: Path | str):
+        self.out = Path(out)
+        self.meta = self.out / ".awm-gen"
+        self._lock = threading.Lock()
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def prepare(self, config: GenConfig, resume: bool) -> GenConfig:
+        """Create the directory (``resume``: reuse it and its config, mending lines cut off by a kill)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.meta.mkdir(exist_ok=True)
+        (self.out / "databases").mkdir(exist_ok=True)
+        config_path = self.meta / "config.json"
+        if config_path.is_file():
+            try:
+                saved = json.loads(config_path.read_text())
+            except ValueError as exc:
+                raise GenStoreError(f"{config_path} is not valid JSON ({exc}); remove it to start over") from None
+            if int(saved.get("format_version", 1)) > GEN_FORMAT_VERSION:
+                raise GenStoreError(f"{self.out} was written by a newer awm (generation format "
+                                    f"{saved.get('format_version')}; this awm reads up to {GEN_FORMAT_VERSION})")
+            if not resume and self.has_rows():
+                raise GenStoreError(f"{self.out} already holds a generation run; pass --resume to continue it, "
+                                    "or choose another --out")
+            if resume:
+                merged = {**saved, **{k: v for k, v in config.to_dict().items() if v is not None}}
+                config = GenConfig.from_dict(merged)
+        for name in [*STAGE_FILES.values(), "events.jsonl"]:
+            path = self.meta / name if name == "events.jsonl" else self.out / name
+            mend(path)
+        config_path.write_text(json.dumps(config.to_dict(), indent=2))
+        return config
+
+    def has_rows(self) -> bool:
+        return any((self.out / f).is_file() and (self.out / f).stat().st_size for f in STAGE_FILES.values())
+
+    # -- rows -----------------------------------------------------------------------------------------------
+    def rows(self, stage: str) -> list[dict[str, Any]]:
+        path = self.out / STAGE_FILES[stage]
+        found = []
+        if not path.is_file():
+            return found
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                found.append(row)
+        return found
+
+    def row(self, stage: str, scenario: str) -> dict[str, Any] | None:
+        key = normalize_scenario_name(scenario)
+        field = "name" if stage == "scenario" else "scenario"
+        for row in self.rows(stage):
+            if normalize_scenario_name(str(row.get(field, ""))) == key:
+                return row
+        return None
+
+    def append(self, stage: str, row: dict[str, Any]) -> None:
+        self._append(self.out / STAGE_FILES[stage], row)
+
+    def event(self, record: dict[str, Any]) -> None:
+        self._append(self.meta / "events.jsonl", record)
+
+    def events(self) -> list[dict[str, Any]]:
+        path = self.meta / "events.jsonl"
+        if not path.is_file():
+            return []
+        found = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return [e for e in found if isinstance(e, dict)]
+
+    def _append(self, path: Path, row: dict[str, Any]) -> None:
+        data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def database(self, scenario: str) -> Path:
+        return self.out / "databases" / f"{normalize_scenario_name(scenario)}.db"
+
+
+def mend(path: Path) -> None:
+    """Drop a last line cut off by a kill (no trailing newline, or not JSON)."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    try:
+        json.loads(tail)
+        path.write_bytes(data + b"\n")
+    except ValueError:
+        path.write_bytes(data[:cut])

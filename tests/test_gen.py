@@ -1,0 +1,218 @@
+"""Synthesis (`awm gen`): every stage executes what it generated in the sandbox and repairs it from the errors;
+bad model output is retried and reported; a killed run resumes without redoing finished work."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from awm_engine.agent.scripted_llm import FakeLLMServer
+from awm_engine.cli import main as awm
+from awm_engine.data.catalog import Catalog
+from awm_engine.gen.diversity import DiversityFilter
+from awm_engine.gen.parse import BadReply, parse_code, parse_json
+from awm_engine.gen.status import load_status
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gen_script import SCENARIO, SEEDS, script  # noqa: E402
+
+AWM = [sys.executable, "-m", "awm_engine.cli"]
+
+
+def _seeds(tmp_path: Path) -> Path:
+    path = tmp_path / "seeds.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in SEEDS))
+    return path
+
+
+def _events(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / ".awm-gen" / "events.jsonl").read_text().splitlines()]
+
+
+def _gen_args(tmp_path: Path, url: str, out: Path, *extra: str) -> list[str]:
+    return ["gen", "all", "--seeds", str(_seeds(tmp_path)), "--out", str(out), "--model", "gen", "--base-url", url,
+            "-n", "1", "--tasks", "3", "--verifier-mode", "code", *extra]
+
+
+def test_gen_all_repairs_every_stage_and_the_result_works(tmp_path, capsys):
+    out = tmp_path / "gen"
+    with FakeLLMServer(script()) as llm:
+        assert awm(_gen_args(tmp_path, llm.url, out, "--json")) == 0
+        status = json.loads(capsys.readouterr().out)
+        requests = list(llm.requests)
+    events = _events(out)
+    attempts = [e for e in events if e["kind"] == "attempt"]
+    failed = {(e["stage"], e["attempt"]): e["errors"] for e in attempts if not e["ok"]}
+    # each stage failed first and was repaired from the errors it produced
+    assert "not JSON" in failed[("scenario", 1)][0]
+    assert "cut off by the token limit" in failed[("task", 1)][0]
+    assert any("Table books" in e for e in failed[("db", 1)])  # broken DDL, executed in the sandbox
+    assert any("FOREIGN KEY" in e for e in failed[("sample", 1)])  # failing inserts
+    assert "refused" in failed[("spec", 1)][0] and "empty reply" in failed[("spec", 2)][0]
+    assert "does not start" in failed[("env", 1)][0] and "missing settings" in failed[("env", 1)][0]
+    raised = [e for (stage, n), e in failed.items() if stage == "verifier-code" and n == 1]
+    assert raised and "borrowings" in raised[0][0]
+    assert any("returns complete on the initial database" in e[0]
+               for (stage, n), e in failed.items() if stage == "verifier-code" and n == 2)
+    # the diversity filter turned away the near-copy of a seed
+    assert any("rejected 'Good Reads Club'" in err for e in attempts if e["stage"] == "scenario" for err in e["errors"])
+    # retries carry the summarized errors; the summary was asked of the model
+    db_retry = [r for r in requests if "stage: db ·" in r["messages"][-1]["content"] and "attempt 2/" in
+                r["messages"][-1]["content"]][0]
+    assert "Earlier attempts at this step failed" in db_retry["messages"][-1]["content"]
+    assert any("summarize errors of db" in r["messages"][-1]["content"] for r in requests)
+    # the status: every stage done, tokens counted, the Problems list present
+    row = status["scenarios"][0]
+    assert row["name"] == SCENARIO["name"] and row["finished"]
+    assert all(s["state"] == "done" for s in row["stages"].values())
+    assert row["stages"]["db"]["attempts"] == 2 and row["usage"]["prompt_tokens"] > 0
+    assert row["problems"] is not None and row["problems"]["error"] == 0
+    assert status["stages"]["env"]["requests"] >= 2
+    # the output is an AWM data directory every other verb uses
+    catalog = Catalog.load([out])
+    assert not catalog.errors
+    scenario = catalog.get("tiny_lending_library")
+    assert len(scenario.tasks) == 3 and len(scenario.verifier_refs["code"]) == 3
+    assert awm(["db", "build", "--data", str(out), "--out", str(tmp_path / "dbs")]) == 0
+    assert "built 1 databases" in capsys.readouterr().out
+    assert awm(["env", "test", "--data", str(out), "--json"]) == 0
+    health = json.loads(capsys.readouterr().out)
+    assert health[0]["status"] == "ok" and health[0]["tools"] == 2
+    # its verifier decides a rollout: an agent that borrows Dune completes task 0
+    agent = {"responses": [{"tool_calls": [{"name": "borrow_book", "arguments": {"book_id": 1}}]},
+                           {"content": "Dune is borrowed."}]}
+    with FakeLLMServer(agent) as llm:
+        assert awm(["agent", "run", "--data", str(out), "--scenario", "tiny_lending_library", "--task", "0",
+                    "--policy", "llm", "--model", "a", "--base-url", llm.url, "--mode", "native", "--verify", "code",
+                    "--out", str(tmp_path / "run"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verification"]["label"] == "complete"
+
+
+def test_a_failing_endpoint_is_reported_per_scenario_not_a_crash(tmp_path, capsys):
+    out = tmp_path / "gen"
+    out.mkdir()
+    other = {"name": "Second Shop", "description": "A small shop."}
+    (out / "gen_scenario.jsonl").write_text(json.dumps(SCENARIO) + "\n" + json.dumps(other) + "\n")
+    replies = {"rules": [
+        {"match": ["stage: task ·", "Tiny Lending"], "responses": [{"status": 500, "body": "model overloaded"}]},
+        {"match": ["stage: task ·", "Second Shop"], "responses": [{"content": json.dumps({"tasks": ["a", "b"]})}]},
+        {"match": "summarize errors", "responses": [{"content": ""}]}]}
+    with FakeLLMServer(replies) as llm:
+        code = awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", llm.url, "--retries", "1",
+                    "--tasks", "2"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Tiny Lending Library: task:" in err and "request failed" in err and "InternalServerError" in err
+    rows = [json.loads(line) for line in (out / "gen_tasks.jsonl").read_text().splitlines()]
+    assert rows == [{"scenario": "Second Shop", "tasks": ["a", "b"]}]  # the other scenario was not held back
+    stages = {e["scenario"]: e for e in _events(out) if e["kind"] == "stage"}
+    assert stages["Tiny Lending Library"]["status"] == "failed" and stages["Tiny Lending Library"]["attempts"] == 2
+    # nothing listening at all is the same: a per-scenario failure
+    assert awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", "http://127.0.0.1:9/v1",
+                "--retries", "0"]) == 1
+    assert "request failed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,problem", [("", "empty reply"), ("I'm sorry, I can't do that.", "refused"),
+                                          ('{"tables": [{"name": "a", "ddl": "CREATE', "cut off"),
+                                          ("no json at all here", "not JSON")])
+def test_bad_replies_are_named(text, problem):
+    finish = "length" if problem == "cut off" else "stop"
+    with pytest.raises(BadReply, match=problem):
+        parse_json(text, finish)
+
+
+def test_replies_are_read_from_fences_prose_and_near_json():
+    assert parse_json('Here:\n```json\n{"tasks": ["a"]}\n```') == {"tasks": ["a"]}
+    assert parse_json('The answer is {"a": 1} as requested.') == {"a": 1}
+    assert parse_json('{"a": [1, 2,]}') == {"a": [1, 2]}  # repaired, as the reference does
+    assert parse_code('```python\nimport os\nx = 1\n```').startswith("import os")
+    assert parse_code('{"full_code": "import os\\nx = 1\\n"}') == "import os\nx = 1\n"
+    with pytest.raises(BadReply, match="does not parse"):
+        parse_code("import os\ndef broken(:\n")
+
+
+def test_diversity_filter_lexical_and_embeddings():
+    import asyncio
+
+    async def go():
+        lexical = DiversityFilter()
+        await lexical.admit(SEEDS[0])
+        near = {"name": "Good Reads Club", "description": SEEDS[0]["description"]}
+        assert not (await lexical.check(near))[0].keep
+        assert not (await lexical.check({"name": "goodreads", "description": "other"}))[0].keep  # same name
+        assert (await lexical.check(SCENARIO))[0].keep
+        with FakeLLMServer({"responses": [{"content": ""}]}) as llm:
+            from awm_engine.gen.llm import GenClient
+
+            client = GenClient(llm.url, "m")
+            embedded = DiversityFilter(lambda texts: client.embed(texts, "emb"))
+            await embedded.admit(SEEDS[0])
+            verdict, _ = await embedded.check(near)
+            kept, _ = await embedded.check(SCENARIO)
+            await client.close()
+            assert any(r.get("model") == "emb" for r in llm.requests)
+        assert not verdict.keep and "embedding similarity" in verdict.reason and kept.keep
+
+    asyncio.run(go())
+
+
+def test_killed_run_resumes_and_redoes_nothing_finished(tmp_path):
+    out = tmp_path / "gen"
+    slow = script()
+    for rule in slow["rules"]:  # the environment stage is slow: the kill lands while it runs
+        if rule["match"][0] == "stage: env ·":
+            rule["responses"][0]["delay"] = 30
+    env = {**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeLLMServer(slow) as llm:
+        proc = subprocess.Popen(AWM + _gen_args(tmp_path, llm.url, out), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True, env=env)
+        spec = out / "gen_spec.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and not (spec.exists() and spec.read_text().endswith("\n")):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        assert spec.exists() and not (out / "gen_envs.jsonl").exists()
+        with open(out / "gen_envs.jsonl", "a") as fh:  # a torn line, as a kill in the middle of a write leaves
+            fh.write('{"scenario": "Tiny Lending Library", "full_co')
+        before = {f.name: f.read_text() for f in out.glob("gen_*.jsonl") if f.name != "gen_envs.jsonl"}
+        seen = len(llm.requests)
+        for rule in slow["rules"]:
+            rule["responses"][0].pop("delay", None)
+        # without --resume an existing run is refused, not overwritten
+        refused = subprocess.run(AWM + _gen_args(tmp_path, llm.url, out), capture_output=True, text=True, env=env)
+        assert refused.returncode == 2 and "--resume" in refused.stderr
+        done = subprocess.run(AWM + _gen_args(tmp_path, llm.url, out, "--resume"), capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        again = [r["messages"][-1]["content"].split("\n", 1)[0] for r in llm.requests[seen:] if "messages" in r]
+    # only the env and verifier stages (and their error summaries) were asked again
+    assert again and all("stage: env" in h or "stage: verifier" in h or "summarize errors of" in h for h in again)
+    for name, text in before.items():  # finished rows were kept as they were
+        assert (out / name).read_text() == text
+    envs = (out / "gen_envs.jsonl").read_text().splitlines()
+    assert len(envs) == 1 and json.loads(envs[0])["full_code"]
+    status = load_status(out)
+    assert status.scenarios[0].finished and len(status.scenarios) == 1
+
+
+def test_gen_status_and_bad_input(tmp_path, capsys):
+    assert awm(["gen", "status", str(tmp_path / "nothing")]) == 2
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("")
+    assert awm(["gen", "all", "--seeds", str(seeds), "--out", str(tmp_path / "o"), "--model", "m", "--base-url",
+                "http://127.0.0.1:9/v1", "-n", "1"]) == 2
+    assert "holds no seeds" in capsys.readouterr().err
+    seeds.write_text('{"description": "no name"}\n')
+    assert awm(["gen", "scenario", "--seeds", str(seeds), "--out", str(tmp_path / "o"), "--model", "m",
+                "--base-url", "http://127.0.0.1:9/v1", "-n", "1"]) == 2
+    assert "needs a 'name'" in capsys.readouterr().err
