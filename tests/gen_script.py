@@ -171,6 +171,14 @@ ALWAYS_COMPLETE = '''def verify_task_completion(initial_db_path: str, final_db_p
 '''
 
 
+SQL_VERIFIER = {"reasoning": "loans before and after", "python_code": '''def verify_task(initial_db_path: str, final_db_path: str) -> dict:
+    import sqlite3
+    def loans(path):
+        return sqlite3.connect(path).execute("SELECT book_id, returned FROM loans ORDER BY id").fetchall()
+    return {"loans_before": loans(initial_db_path), "loans_after": loans(final_db_path)}
+''', "function_name": "verify_task", "success_criteria": "a new loan of the book", "failure_criteria": "no new loan"}
+
+
 def _json(value) -> str:
     return json.dumps(value)
 
@@ -208,4 +216,5 @@ def script(scenario: dict | None = None) -> dict:
         rule("verifier-code", 1, _verifier(RAISING_VERIFIER)),
         rule("verifier-code", 2, _verifier(ALWAYS_COMPLETE)),
         rule("verifier-code", None, _verifier(VERIFIER_CODE)),
+        rule("verifier-sql", None, _json(SQL_VERIFIER)),
     ]}

@@ -74,11 +74,19 @@ def test_gen_all_repairs_every_stage_and_the_result_works(tmp_path, capsys):
     assert row["stages"]["db"]["attempts"] == 2 and row["usage"]["prompt_tokens"] > 0
     assert row["problems"] is not None and row["problems"]["error"] == 0
     assert status["stages"]["env"]["requests"] >= 2
+    # one stage on its own, for the scenarios already there: sql-mode verifiers next to the code-mode ones
+    with FakeLLMServer(script()) as llm:
+        assert awm(["gen", "verifier", "--out", str(out), "--model", "gen", "--base-url", llm.url,
+                    "--verifier-mode", "sql"]) == 0
+        asked = [r["messages"][-1]["content"].split("\n", 1)[0] for r in llm.requests]
+    capsys.readouterr()
+    assert len(asked) == 3 and all("stage: verifier-sql" in h for h in asked)
     # the output is an AWM data directory every other verb uses
     catalog = Catalog.load([out])
     assert not catalog.errors
     scenario = catalog.get("tiny_lending_library")
     assert len(scenario.tasks) == 3 and len(scenario.verifier_refs["code"]) == 3
+    assert len(scenario.verifier_refs["sql"]) == 3
     assert awm(["db", "build", "--data", str(out), "--out", str(tmp_path / "dbs")]) == 0
     assert "built 1 databases" in capsys.readouterr().out
     assert awm(["env", "test", "--data", str(out), "--json"]) == 0
@@ -191,7 +199,8 @@ def test_killed_run_resumes_and_redoes_nothing_finished(tmp_path):
         # without --resume an existing run is refused, not overwritten
         refused = subprocess.run(AWM + _gen_args(tmp_path, llm.url, out), capture_output=True, text=True, env=env)
         assert refused.returncode == 2 and "--resume" in refused.stderr
-        done = subprocess.run(AWM + _gen_args(tmp_path, llm.url, out, "--resume"), capture_output=True, text=True,
+        # --resume alone: the model, endpoint and settings are the run's own
+        done = subprocess.run(AWM + ["gen", "all", "--out", str(out), "--resume"], capture_output=True, text=True,
                               env=env, timeout=300)
         assert done.returncode == 0, done.stderr
         again = [r["messages"][-1]["content"].split("\n", 1)[0] for r in llm.requests[seen:] if "messages" in r]
@@ -203,6 +212,9 @@ def test_killed_run_resumes_and_redoes_nothing_finished(tmp_path):
     assert len(envs) == 1 and json.loads(envs[0])["full_code"]
     status = load_status(out)
     assert status.scenarios[0].finished and len(status.scenarios) == 1
+    assert status.config["num_tasks"] == 3 and status.config["verifier_mode"] == "code"
+    assert len((out / "gen_verifier.pure_code.jsonl").read_text().splitlines()) == 3
+    assert not (out / "gen_verifier.jsonl").exists()
 
 
 def test_gen_status_and_bad_input(tmp_path, capsys):
@@ -216,3 +228,45 @@ def test_gen_status_and_bad_input(tmp_path, capsys):
     assert awm(["gen", "scenario", "--seeds", str(seeds), "--out", str(tmp_path / "o"), "--model", "m",
                 "--base-url", "http://127.0.0.1:9/v1", "-n", "1"]) == 2
     assert "needs a 'name'" in capsys.readouterr().err
+
+
+def test_replies_of_the_wrong_shape_are_retried_never_a_crash(tmp_path, capsys):
+    """Valid JSON holding the wrong types (a dict where a list belongs, numbers where code belongs …) at every
+    stage: each is a failed attempt with a clear error, and the retry repairs it."""
+    wrong = {"scenario": json.dumps({"scenarios": {"name": "x"}}),
+             "task": json.dumps({"tasks": {"first": "Borrow Dune"}}),
+             "db": json.dumps({"tables": {"users": "CREATE TABLE users (id INTEGER)"}}),
+             "sample": json.dumps({"tables": [{"table_name": "users", "insert_statements": "INSERT INTO users"}]}),
+             "spec": json.dumps({"api_groups": {"Books": []}}),
+             "env": json.dumps({"full_code": 5}),
+             "verifier-code": json.dumps({"python_code": ["def verify_task_completion(): pass"]})}
+    replies = script()
+    firsts = {}
+    for rule in replies["rules"]:
+        if isinstance(rule["match"], list) and len(rule["match"]) == 2 and rule["match"][1] == "attempt 1/":
+            stage = rule["match"][0][len("stage: "):-2]
+            rule["responses"] = [{"content": wrong[stage]}]
+            firsts[stage] = True
+    replies["rules"] = [r for r in replies["rules"] if not (isinstance(r["match"], list) and
+                                                            r["match"][1:] == ["attempt 2/"])]
+    assert set(firsts) == set(wrong)
+    out = tmp_path / "gen"
+    with FakeLLMServer(replies) as llm:
+        assert awm(_gen_args(tmp_path, llm.url, out, "--json")) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["scenarios"][0]["finished"]
+    first = {e["stage"]: e for e in _events(out) if e["kind"] == "attempt" and e["attempt"] == 1}
+    assert all(not first[stage]["ok"] and first[stage]["errors"] for stage in wrong)
+    assert "'tasks' is a dict" in first["task"]["errors"][0]
+    assert "must be a non-empty list" in first["db"]["errors"][0]
+    assert "list of strings" in first["sample"]["errors"][0]
+    assert "'api_groups' must be a non-empty list" in first["spec"]["errors"][0]
+    assert "not Python code" in first["env"]["errors"][0]
+    assert "'python_code' must hold" in first["verifier-code"]["errors"][0]
+
+
+def test_the_readme_demo_files_match_the_test_script():
+    """assets/gen_demo/ (the README's offline example) is the script these tests use, not a drifting copy."""
+    root = Path(__file__).parent.parent / "assets" / "gen_demo"
+    assert json.loads((root / "script.json").read_text()) == script()
+    assert [json.loads(line) for line in (root / "seeds.jsonl").read_text().splitlines()] == SEEDS

@@ -38,15 +38,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model")
     add_endpoint_args(group)
     group.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
-    group.add_argument("--temperature", type=float, default=1.0, help="default 1.0, as the reference")
-    group.add_argument("--max-requests", type=int, default=16, help="LLM requests in flight (default 16)")
+    group.add_argument("--temperature", type=float, help="default 1.0, as the reference")
+    group.add_argument("--max-requests", type=int, help="LLM requests in flight (default 16)")
     group.add_argument("--price-in", type=float, metavar="USD", help="price per million prompt tokens (for cost)")
     group.add_argument("--price-out", type=float, metavar="USD", help="price per million completion tokens")
     run = parser.add_argument_group("run")
-    run.add_argument("--retries", type=_positive, default=4, help="retries per stage (default 4: 5 attempts)")
-    run.add_argument("--concurrency", "-j", type=int, default=4, help="scenarios in flight (default 4)")
-    run.add_argument("--tasks", type=int, default=10, dest="num_tasks", help="tasks per scenario (default 10)")
-    run.add_argument("--verifier-mode", choices=["sql", "code", "both"], default="sql",
+    run.add_argument("--retries", type=_positive, help="retries per stage (default 4: 5 attempts)")
+    run.add_argument("--concurrency", "-j", type=int, help="scenarios in flight (default 4)")
+    run.add_argument("--tasks", type=int, dest="num_tasks", help="tasks per scenario (default 10)")
+    run.add_argument("--verifier-mode", choices=["sql", "code", "both"],
                      help="sql (gen_verifier.jsonl, judged; the reference's default), code "
                           "(gen_verifier.pure_code.jsonl, complete/others without a judge) or both")
     run.add_argument("--scenario", action="append", metavar="NAME", help="only these scenarios (repeatable)")
@@ -121,12 +121,26 @@ class StageBars:
             self.progress.advance(self.bars[stage])
 
 
+def _saved_config(out: Path) -> dict:
+    """The model of the run being resumed (so ``--resume`` needs no --model/--base-url again)."""
+    import json
+
+    try:
+        saved = json.loads((out / ".awm-gen" / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
+
+
 def cmd_gen(args: argparse.Namespace) -> int:
     from awm_engine.eval.batch import RunLocked
     from awm_engine.gen.pipeline import run_generation
 
+    saved = _saved_config(Path(args.out)) if args.resume else {}
+    saved.pop("format_version", None)
     try:
-        endpoint = resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key)
+        endpoint = resolve_endpoint(args.endpoint, args.base_url or saved.get("base_url"),
+                                    args.model or saved.get("model"), args.api_key)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     seeds = None
@@ -137,11 +151,14 @@ def cmd_gen(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     if "scenario" in args.stages and args.new == 0 and not args.include_seeds and not args.resume:
         raise CliError("nothing to generate: pass -n N (new scenarios) and/or --include-seeds")
-    config = GenConfig(model=endpoint.model, base_url=endpoint.base_url, retries=args.retries,
-                       num_tasks=args.num_tasks, verifier_mode=args.verifier_mode, concurrency=max(1, args.concurrency),
-                       max_requests=max(1, args.max_requests), temperature=args.temperature,
-                       embedding_model=args.embedding_model, embedding_base_url=args.embedding_base_url,
-                       similarity=args.similarity, price_in=args.price_in, price_out=args.price_out)
+    # settings not given keep the resumed run's (a fresh run: GenConfig's defaults)
+    given = {"retries": args.retries, "num_tasks": args.num_tasks, "verifier_mode": args.verifier_mode,
+             "concurrency": args.concurrency and max(1, args.concurrency),
+             "max_requests": args.max_requests and max(1, args.max_requests), "temperature": args.temperature,
+             "embedding_model": args.embedding_model, "embedding_base_url": args.embedding_base_url,
+             "similarity": args.similarity, "price_in": args.price_in, "price_out": args.price_out}
+    config = GenConfig.from_dict({**saved, "model": endpoint.model, "base_url": endpoint.base_url,
+                                  **{k: v for k, v in given.items() if v is not None}})
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=stderr, transient=True) as progress:
         bars = StageBars(progress, tuple(args.stages), args.new)

@@ -50,9 +50,6 @@ class GenStore:
             if not resume and self.has_rows():
                 raise GenStoreError(f"{self.out} already holds a generation run; pass --resume to continue it, "
                                     "or choose another --out")
-            if resume:
-                merged = {**saved, **{k: v for k, v in config.to_dict().items() if v is not None}}
-                config = GenConfig.from_dict(merged)
         for name in [*STAGE_FILES.values(), "events.jsonl"]:
             path = self.meta / name if name == "events.jsonl" else self.out / name
             mend(path)
