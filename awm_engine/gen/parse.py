@@ -93,4 +93,6 @@ def parse_code(text: str, finish_reason: str | None = None) -> str:
         compile(stripped, "<generated>", "exec")
     except SyntaxError as exc:
         raise BadReply(f"the code does not parse: SyntaxError: {exc.msg} (line {exc.lineno})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting: parsed, never run
+        raise BadReply(f"the code does not parse: {type(exc).__name__}: {str(exc)[:200]}") from None
     return stripped + ("\n" if not stripped.endswith("\n") else "")
