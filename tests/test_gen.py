@@ -307,3 +307,24 @@ def test_the_environment_check_passes_the_released_environments(awm_real, tmp_pa
         assert check.loads and check.calls == len(check.tools) >= 10, key
         assert check.errors == [], (key, check.errors)
     assert sum(len(c.notes) for c in checks.values()) > 0  # their 500s were seen, and classified as notes
+
+
+def test_scenarios_stream_through_the_stages_without_waiting_for_each_other(tmp_path, capsys):
+    """No barrier between stages: while one scenario's schema request hangs, another goes all the way through."""
+    replies = script()
+    replies["rules"] = [r for r in replies["rules"] if not (isinstance(r["match"], list) and len(r["match"]) == 2)]
+    slow_db = {"match": ["stage: db ·", "scenario: Slow Archive"], "responses": [
+        {"content": replies["rules"][[r["match"] for r in replies["rules"]].index(["stage: db ·"])]["responses"][0]
+         ["content"], "delay": 8}]}
+    replies["rules"].insert(1, slow_db)
+    seeds = tmp_path / "names.txt"
+    seeds.write_text("Slow Archive\nQuick Shelf\n")
+    out = tmp_path / "gen"
+    with FakeLLMServer(replies) as llm:
+        assert awm(["gen", "all", "--seeds", str(seeds), "--include-seeds", "--out", str(out), "--model", "g",
+                    "--base-url", llm.url, "--tasks", "3", "--verifier-mode", "code", "-j", "2", "--no-doctor",
+                    "--json"]) == 0
+    capsys.readouterr()
+    finished = {(e["scenario"], e["stage"]): e["time"] for e in _events(out) if e["kind"] == "stage"}
+    assert finished[("Quick Shelf", "verifier")] < finished[("Slow Archive", "db")]
+    assert load_status(out).scenarios[0].finished and load_status(out).scenarios[1].finished
