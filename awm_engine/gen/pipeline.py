@@ -219,7 +219,7 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
             task.cancel()
         if ctx.pool is not None:
             await ctx.pool.close()
-        for scratch in ("pool", "scratch"):
+        for scratch in ("pool", "scratch", "templates"):
             shutil.rmtree(store.meta / scratch, ignore_errors=True)
         await llm.close()
         handle.close()

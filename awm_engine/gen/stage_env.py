@@ -15,10 +15,12 @@ from awm_engine.gen.stage_spec import operation_ids
 async def environment_pool(ctx: GenContext):
     async with ctx.pool_lock:
         if ctx.pool is None:
+            from awm_engine.db.templates import TemplateCache
             from awm_engine.runtime.pool import EnvPool
 
+            # the attempts' templates live with the run (removed at its end), not in the user's cache
             pool = EnvPool(workers=min(2, ctx.config.concurrency), workdir=ctx.store.meta / "pool",
-                           load_timeout=60)
+                           templates=TemplateCache(ctx.store.meta / "templates"), load_timeout=60)
             await pool.start()
             ctx.pool = pool
     return ctx.pool
