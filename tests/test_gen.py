@@ -328,3 +328,17 @@ def test_scenarios_stream_through_the_stages_without_waiting_for_each_other(tmp_
     finished = {(e["scenario"], e["stage"]): e["time"] for e in _events(out) if e["kind"] == "stage"}
     assert finished[("Quick Shelf", "verifier")] < finished[("Slow Archive", "db")]
     assert load_status(out).scenarios[0].finished and load_status(out).scenarios[1].finished
+
+
+def test_too_few_new_scenarios_is_said_and_exits_1(tmp_path, capsys):
+    """The model keeps proposing what is already kept: generation stops after retries + 1 empty batches and
+    says how many scenarios it kept and why the rest were rejected."""
+    replies = script()
+    out = tmp_path / "gen"
+    with FakeLLMServer(replies) as llm:
+        code = awm(["gen", "scenario", "--seeds", str(_seeds(tmp_path)), "-n", "3", "--out", str(out), "--model",
+                    "g", "--base-url", llm.url, "--retries", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "only 1 of the 3 new scenarios" in err and "is taken" in err
+    rows = (out / "gen_scenario.jsonl").read_text().splitlines()
+    assert [json.loads(r)["name"] for r in rows] == [SCENARIO["name"]]

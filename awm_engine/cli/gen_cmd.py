@@ -179,7 +179,15 @@ def cmd_gen(args: argparse.Namespace) -> int:
         if summary.failed:
             stderr.print(f"{len(summary.failed)} scenario(s) stopped at a stage; rerun with --resume to retry them "
                          "(finished stages are kept)")
-    return 1 if summary.failed else 0
+    short = summary.have_new < summary.wanted_new
+    if short:
+        stderr.print(f"[yellow]only {summary.have_new} of the {summary.wanted_new} new scenarios asked for were "
+                     f"kept: {args.retries if args.retries is not None else 4} + 1 batches in a row kept none "
+                     "(replies unusable or too similar to kept ones); last reasons:[/yellow]")
+        for reason in summary.scenario_errors:
+            stderr.print(f"  {escape(reason[:300])}")
+        stderr.print("rerun with --resume to try again (e.g. with --similarity higher, or more varied seeds)")
+    return 1 if summary.failed or short else 0
 
 
 def print_status(status: GenStatus) -> None:

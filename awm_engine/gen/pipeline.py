@@ -36,7 +36,10 @@ class GenSummary:
     finished: list[str] = field(default_factory=list)  # every requested stage has a row
     failed: dict[str, str] = field(default_factory=dict)  # scenario -> the stage that failed, and why
     problems: dict[str, dict[str, Any]] = field(default_factory=dict)  # scenario -> doctor counts and summary
-    new_scenarios: int = 0
+    new_scenarios: int = 0  # kept by this run
+    wanted_new: int = 0  # asked for (-n)
+    have_new: int = 0  # generated scenarios in the directory now (earlier runs included)
+    scenario_errors: list[str] = field(default_factory=list)  # the last batch's rejections, when short
 
 
 class StageFailed(Exception):
@@ -213,6 +216,10 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
             diversity = await _diversity(config, llm)
             summary.new_scenarios = await generate_scenarios(ctx, seeds or existing, new_scenarios, generated, start,
                                                              diversity)
+            summary.wanted_new, summary.have_new = new_scenarios, len(generated) + summary.new_scenarios
+            if summary.have_new < new_scenarios:
+                batches = [e for e in store.events() if e.get("kind") == "attempt" and e.get("stage") == "scenario"]
+                summary.scenario_errors = [str(x) for x in (batches[-1].get("errors") or [])[-5:]] if batches else []
         await asyncio.gather(*running)
     finally:
         for task in running:
