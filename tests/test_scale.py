@@ -62,6 +62,18 @@ async def test_prefetched_episodes_are_handed_out_at_once(tmp_path):
         await later.close()
 
 
+async def test_warm_loads_a_scenario_on_every_worker_before_any_episode(tmp_path):
+    catalog = Catalog.load([make_env_dir(tmp_path / "d", {"Good": "", "Other": ""})])
+    async with EnvPool(workers=2) as pool:
+        seconds = await pool.warm(catalog.get("good"))  # the cold start, per worker (benchmarks/pool.py reports it)
+        assert sorted(seconds) == [0, 1] and all(s > 0 for s in seconds.values())
+        assert all("good" in w.loaded and "other" not in w.loaded for w in pool.workers)
+        assert max((await pool.warm(catalog.get("good"))).values()) < 0.05  # loaded already: nothing to do
+        episodes = await asyncio.gather(*(pool.open_episode(catalog.get("good")) for _ in range(4)))
+        assert {e.worker.index for e in episodes} == {0, 1}  # opens find the module loaded wherever they land
+        await asyncio.gather(*(e.close() for e in episodes))
+
+
 async def test_a_worker_killed_mid_episode_is_replaced_and_the_others_go_on(tmp_path):
     scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Slow": SLOW})]).get("slow")
     async with EnvPool(workers=2) as pool:

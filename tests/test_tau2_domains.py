@@ -13,6 +13,7 @@ import pytest
 from awm_engine.bench.tau2.data import Tau2Data
 from awm_engine.bench.tau2.environment import build_env
 from awm_engine.bench.tau2.evaluation import evaluate_simulation
+from awm_engine.bench.tau2.evaluation import gold_messages as engine_gold_messages
 from awm_engine.bench.tau2.tasks import Task
 from awm_engine.bench.tau2.toolkit import calculate_expression, to_json_str
 from tests.conftest import SHARED
@@ -35,18 +36,8 @@ def fixture_data() -> Tau2Data:
 
 
 def gold_messages(domain_data, task: Task, actions=None) -> list[dict]:
-    """A conversation whose tool calls are ``actions`` (the gold ones by default), executed on a live environment
-    for their tool messages, ended by the user's stop token."""
-    env = build_env(domain_data, task)
-    messages = [{"role": "assistant", "content": "Hi! How can I help you today?"}]
-    for i, action in enumerate(task.evaluation_criteria.actions if actions is None else actions):
-        call = {"id": f"call_{i}", "name": action.name, "arguments": action.arguments, "requestor": action.requestor}
-        messages.append({"role": action.requestor, "content": None, "tool_calls": [call]})
-        response = env.get_response(action.name, action.arguments, action.requestor)
-        messages.append({"role": "tool", "id": f"call_{i}", "content": response.content,
-                         "requestor": action.requestor, "error": response.error})
-    messages.append({"role": "user", "content": "Thanks, that's all. ###STOP###"})
-    return messages
+    """A conversation whose tool calls are ``actions`` (the gold ones by default), ended by the user's stop token."""
+    return engine_gold_messages(domain_data, task, actions)
 
 
 def score(domain_data, task, messages, reason="user_stop"):

@@ -213,31 +213,38 @@ def test_end_to_end_retail_and_telecom(shared_data, tmp_path):
     assert any(e["type"] == "tool_call" and str(e["tool"]).startswith("user:") for e in events)
 
 
+def kill_after_two(args: list[str], out: Path, while_running=None) -> None:
+    """``awm ARGS`` in a subprocess, killed (SIGKILL, its whole group) once two results are in ``out``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            results = out / "results.jsonl"
+            if results.is_file() and results.read_text().count("\n") >= 2:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.1)
+        if while_running is not None:
+            while_running()
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+
+
 def test_resume_after_a_kill(fixture_data, tmp_path):
     airline = fixture_data.domain("airline")
     plans = [gold_plan(t, f"K{t.id}", "Done: 255 - on time.") for t in airline.split_tasks()]
     out = tmp_path / "run"
     with FakeLLMServer(scripted(plans, delay=0.4)) as server:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "awm_engine.cli", "bench", "tau2", "run", "--tau2-data", str(FIXTURE),
-               "--domain", "airline", "-k", "3", "--model", "scripted", "--base-url", server.url, "--out", str(out),
-               "--concurrency", "1", "--quiet"]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                results = out / "results.jsonl"
-                if results.is_file() and results.read_text().count("\n") >= 2:
-                    break
-                assert proc.poll() is None, proc.stderr.read().decode()
-                time.sleep(0.1)
-            # one writer per run directory: a second run into it is refused while the first holds it
+        def while_running():  # one writer per run directory: a second run into it is refused while the first runs
             with pytest.raises(RunLocked):
                 lock_run_dir(out)
-            os.killpg(proc.pid, signal.SIGKILL)
-        finally:
-            proc.wait(30)
+
+        kill_after_two(["bench", "tau2", "run", "--tau2-data", str(FIXTURE), "--domain", "airline", "-k", "3",
+                        "--model", "scripted", "--base-url", server.url, "--out", str(out), "--concurrency", "1",
+                        "--quiet"], out, while_running)
         killed = read_records(out / "results.jsonl")
         assert 2 <= len(killed) < 12
         assert awm(["bench", "tau2", "run", "--resume", str(out), "--quiet"]) == 0

@@ -168,3 +168,38 @@ async def test_a_tau2_run_in_the_evaluation_dashboard(tmp_path):
         rollouts.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, Tau2ReplayScreen))
+
+
+async def test_the_problems_list_of_a_domain_is_awm_env_doctor(tmp_path, monkeypatch):
+    """The catalog's problems cell and the domain's Problems list come from ``awm env doctor``'s engine call
+    (bench.tau2.doctor); ctrl+d runs every check in the app's worker pool, as on an AWM environment."""
+    from tests.test_tau2_eval import broken_copy
+
+    monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path / "cache"))
+    data = Tau2Data(broken_copy(tmp_path))
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=data)
+    async with app.run_test(size=SIZE) as pilot:
+        await start(app, pilot)
+        airline = next(r for r in app.screen.rows if r.key == "tau2_airline")
+        assert airline.problems.total == 1  # static checks only: the malformed task
+        await pilot.press("slash", *"tau2_air", "enter")  # the one match opens
+        await wait_until(pilot, lambda: isinstance(app.screen, Tau2Screen))
+        await start(app, pilot)
+        screen = app.screen
+        overview = text_of(screen.query_one("#tau2-overview", Static))
+        assert "static checks only" in overview and "awm env doctor --tau2-data" in overview
+        assert "'bad'" in overview and "does not apply" in overview
+        await pilot.press("ctrl+d")
+        await wait_until(pilot, lambda: screen.diagnosis is not None and not screen.diagnosing)
+        overview = text_of(screen.query_one("#tau2-overview", Static))
+        assert "task_setup" in overview and "gold_action_error" in overview and "from awm env doctor" in overview
+        await pilot.press("escape")
+        await start(app, pilot)
+        await wait_until(pilot, lambda: any(r.key == "tau2_airline" for r in getattr(app.screen, "rows", [])))
+        airline = next(r for r in app.screen.rows if r.key == "tau2_airline")
+        assert airline.problems.total == 3  # back in the catalog: the diagnosis's count
+    # the diagnosis is cached: a new catalog counts its problems
+    from awm_tui.screens.tau2 import tau2_rows
+
+    row = next(r for r in tau2_rows(Tau2Data(data.root)) if r.key == "tau2_airline")
+    assert row.problems.total == 3 and row.problems.errors == 2

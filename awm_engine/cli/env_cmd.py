@@ -76,6 +76,9 @@ def register(verbs) -> None:
     doctor.add_argument("--all", action="store_true", help="every scenario (the default)")
     doctor.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
     doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--tau2-data", metavar="DIR", help="a τ²-bench data directory: its domains are the scenarios "
+                                                          "tau2_airline, tau2_retail and tau2_telecom")
+    doctor.add_argument("--airline-db", metavar="FILE", help="with --tau2-data: the airline db.json")
     add_episode_args(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
@@ -312,14 +315,24 @@ async def _doctor(args: argparse.Namespace) -> int:
 
     if args.all and args.scenarios:
         raise CliError("give scenarios or --all, not both")
-    catalog = load_catalog(args, quiet=True)
-    scenarios = [get_scenario(catalog, s) for s in dict.fromkeys(args.scenarios)] if args.scenarios else list(catalog)
-    diagnoses = await over_scenarios(args, scenarios, "diagnosing environments",
-                                     lambda pool, s: diagnose(s, pool, catalog))
-    catalog_issues = [str(i) for i in catalog.issues if i.scenario is None]
+    names, tau2 = _tau2_scenarios(args)  # τ²-bench domains (tau2_<domain>) are diagnosed by bench.tau2.doctor
+    catalog = load_catalog(args, quiet=True) if names or not tau2 else None
+    scenarios = [get_scenario(catalog, s) for s in names] if names or tau2 else list(catalog)
+    scenarios += tau2
+
+    async def check(pool, s):
+        if any(s is t for t in tau2):
+            from awm_engine.bench.tau2.doctor import diagnose as diagnose_domain
+
+            return await diagnose_domain(s, pool)
+        return await diagnose(s, pool, catalog)
+
+    diagnoses = await over_scenarios(args, scenarios, "diagnosing environments", check)
+    catalog_issues = [str(i) for i in catalog.issues if i.scenario is None] if catalog else []
     counts = {s: sum(d.counts()[s] for d in diagnoses) for s in SEVERITIES}
     if args.json:
-        print_json({"format_version": FORMAT_VERSION, "data_dirs": [str(d) for d in catalog.dirs],
+        print_json({"format_version": FORMAT_VERSION, "data_dirs": [str(d) for d in catalog.dirs] if catalog else [],
+                    **({"tau2_data": args.tau2_data} if tau2 else {}),
                     "counts": counts, "catalog_issues": catalog_issues,
                     "scenarios": [{k: v for k, v in d.to_dict().items() if k != "format_version"}
                                   for d in diagnoses]})
@@ -335,8 +348,35 @@ async def _doctor(args: argparse.Namespace) -> int:
             if p.detail:
                 stdout.print(escape("\n".join(" " * 12 + line for line in shown_detail(p.detail))), style="dim",
                              highlight=False)
+        for note in d.notes:  # checks that do not apply to this kind of environment (τ² domains), and why
+            stdout.print(f"  [dim]note    {escape(note)}[/dim]", highlight=False)
     stdout.print(f"{len(diagnoses)} environments: {summarize(counts)} (--json has every field)")
     return 0
+
+
+def _tau2_scenarios(args: argparse.Namespace) -> tuple[list[str], list]:
+    """(AWM scenario names, τ² domains as ``DomainScenario``) of ``awm env doctor``'s arguments; with ``--tau2-data``
+    and no scenario named, the three domains."""
+    from awm_engine.bench.tau2.data import DOMAINS, domain_of_key
+
+    names = list(dict.fromkeys(args.scenarios or []))
+    domains = [domain_of_key(n) for n in names if domain_of_key(n)]
+    args.tau2_data = args.tau2_data or os.environ.get("AWM_TAU2_DATA")
+    if not args.tau2_data:
+        if domains:
+            raise CliError(f"{names[0] if len(domains) == len(names) else 'a τ²-bench domain'} is a τ²-bench "
+                           "domain: give its data with --tau2-data DIR (or set AWM_TAU2_DATA)")
+        if args.airline_db:
+            raise CliError("--airline-db goes with --tau2-data DIR")
+        return names, []
+    from awm_engine.bench.tau2.data import Tau2Data
+    from awm_engine.bench.tau2.episode import DomainScenario
+
+    if not Path(args.tau2_data).is_dir():
+        raise CliError(f"--tau2-data {args.tau2_data}: not a directory")
+    data = Tau2Data(Path(args.tau2_data).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
+    chosen = domains if names else list(DOMAINS)
+    return [n for n in names if not domain_of_key(n)], [DomainScenario(data, d) for d in chosen]
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

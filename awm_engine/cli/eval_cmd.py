@@ -21,7 +21,16 @@ from awm_engine.cli.options import (
 )
 from awm_engine.data.paths import sample_envs_dir
 from awm_engine.eval.batch import EvalConfig, preflight, run_evaluation
-from awm_engine.eval.report import COMPARED, aggregates, compare_runs, fmt, markdown, pass_ks, run_metadata
+from awm_engine.eval.report import (
+    COMPARED,
+    aggregates,
+    compare_rows,
+    compare_runs,
+    fmt,
+    markdown,
+    pass_ks,
+    run_metadata,
+)
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
 
 
@@ -47,6 +56,9 @@ def register(verbs) -> None:
                      help="environment worker processes (default: CPUs); with --executor ray: actors")
     run.add_argument("--pass-threshold", type=float, default=0.5)
     add_agent_args(run)
+    from awm_engine.cli import tau2_cmd
+
+    tau2_cmd.add_eval_args(run)  # τ²-bench domains as scenarios: --scenario tau2_retail --tau2-data DIR
     add_executor_args(run)
     where = run.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="RUN_DIR", help="a new run directory")
@@ -115,7 +127,51 @@ def _resume_config(args) -> tuple[EvalConfig, Endpoint | None, Endpoint | None]:
     return config, endpoint, judge
 
 
+def _is_tau2_run(run_dir) -> bool:
+    from awm_engine.bench.tau2.run import is_tau2_run
+
+    return is_tau2_run(run_dir)
+
+
+def _run_tau2(args: argparse.Namespace, domains: list[str] | None) -> int:
+    """``awm eval run`` on τ²-bench domains: the τ² runner (``awm bench tau2 run``'s), awm eval's report."""
+    from awm_engine.bench.tau2.run import current_metadata
+    from awm_engine.cli import tau2_cmd
+
+    if args.resume:
+        config, agent, user, judge = tau2_cmd.eval_resume_config(args)
+    else:
+        config, agent, user, judge = tau2_cmd.eval_config(args, domains)
+    out = Path(args.resume or args.out)
+    code, _ = tau2_cmd.execute_run(config, agent, user, judge, out, bool(args.resume), args.quiet, "awm eval run")
+    if code:
+        return code
+    meta = current_metadata(out)
+    _print_report(meta)
+    stderr.print(f"run directory: {out.resolve()} (τ²'s metrics: awm bench tau2 report {out})")
+    overall = meta.get("overall") or {}
+    errors, rollouts = overall.get("errored") or 0, overall.get("rollouts") or 0
+    if errors:
+        stderr.print(f"{errors} simulation(s) errored (see results.jsonl); rerun them with: awm eval run --resume {out}")
+    return 1 if rollouts and errors >= rollouts else 0
+
+
+def _metadata(run_dir) -> dict:
+    """The run's aggregates: an evaluation's, or a τ² run's (scenarios ``tau2_<domain>``) computed by τ²'s runner."""
+    if _is_tau2_run(run_dir):
+        from awm_engine.bench.tau2.run import current_metadata
+
+        return current_metadata(run_dir)
+    return run_metadata(run_dir)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from awm_engine.cli import tau2_cmd
+
+    if args.resume and _is_tau2_run(args.resume):
+        return _run_tau2(args, None)
+    if not args.resume and (tau2_domains := tau2_cmd.eval_tau2_domains(args)):
+        return _run_tau2(args, tau2_domains)
     config, endpoint, judge = _resume_config(args) if args.resume else _config_from_args(args)
     out = Path(args.resume or args.out)
     if args.out and (out / "results.jsonl").exists():
@@ -167,7 +223,7 @@ def _print_report(meta: dict) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    meta = run_metadata(args.run_dir)
+    meta = _metadata(args.run_dir)  # a τ² run's too
     if args.json:
         print_json(meta)
     elif args.markdown:
@@ -178,7 +234,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    data = compare_runs(args.run_a, args.run_b)
+    if _is_tau2_run(args.run_a) or _is_tau2_run(args.run_b):  # τ² runs: their aggregates from τ²'s runner
+        data = {"a": {"run": args.run_a, "model": (a := _metadata(args.run_a)).get("model")},
+                "b": {"run": args.run_b, "model": (b := _metadata(args.run_b)).get("model")}, "rows": compare_rows(a, b)}
+    else:
+        data = compare_runs(args.run_a, args.run_b)
     if args.json:
         print_json(data)
         return 0

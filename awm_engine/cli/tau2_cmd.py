@@ -192,11 +192,24 @@ def _resume_config(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from awm_engine.bench.tau2.run import RunRefused, preflight, run_tau2
+    from awm_engine.bench.tau2.run import current_metadata
 
     config, agent, user, judge = _resume_config(args) if args.resume else _config(args)
     out = Path(args.resume or args.out)
-    if args.out and (out / "results.jsonl").exists():
+    code, _ = execute_run(config, agent, user, judge, out, bool(args.resume), args.quiet, "awm bench tau2 run")
+    if code == 0:
+        print_report([current_metadata(out)])  # with the DB match rate, which needs the full result lines
+        stderr.print(f"run directory: {out.resolve()}")
+    return code
+
+
+def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: Endpoint | None, out: Path,
+                resume: bool, quiet: bool, verb: str) -> tuple[int, dict | None]:
+    """Run (or resume) a τ² run into ``out`` with a progress bar: (exit code, final metadata). ``verb`` is the
+    command that resumes it (``awm bench tau2 run`` or ``awm eval run``), said when the run is interrupted."""
+    from awm_engine.bench.tau2.run import RunRefused, preflight, run_tau2
+
+    if not resume and (out / "results.jsonl").exists():
         raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
     try:
         _, chosen = preflight(config)
@@ -207,7 +220,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stderr.print(f"[yellow]warning:[/yellow] {nl} selected tasks have NL_ASSERTION in their reward basis and no "
                      "judge is configured (--judge-model/--judge-base-url): they get no verdict")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
+                  TextColumn("{task.fields[stats]}"), console=stderr, disable=quiet) as bar:
         job = bar.add_task("τ²-bench " + "+".join(config.domains), total=None, stats="")
 
         def on_progress(p, record) -> None:
@@ -216,17 +229,77 @@ def cmd_run(args: argparse.Namespace) -> int:
                        + (f" · resumed {p.skipped}" if p.skipped else ""))
 
         try:
-            meta = asyncio.run(run_tau2(config, out, agent, user, judge, resume=bool(args.resume),
-                                        on_progress=on_progress))
+            meta = asyncio.run(run_tau2(config, out, agent, user, judge, resume=resume, on_progress=on_progress))
         except (PolicyError, RunRefused) as exc:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt:
             stderr.print(f"interrupted: finished simulations are in {out / 'results.jsonl'}; "
-                         f"continue with: awm bench tau2 run --resume {out}")
-            return 130
-    print_report([meta])
-    stderr.print(f"run directory: {out.resolve()}")
-    return 0
+                         f"continue with: {verb} --resume {out}")
+            return 130, None
+    return 0, meta
+
+
+# -- awm eval run on τ² domains ---------------------------------------------------------------------------------
+
+def add_eval_args(parser: argparse.ArgumentParser) -> None:
+    """``awm eval run``'s τ² options: the data, the split and the user simulator (its domains are named
+    ``--scenario tau2_airline|tau2_retail|tau2_telecom``, as in the TUI's catalog)."""
+    group = parser.add_argument_group("τ²-bench domains", "with --scenario tau2_airline|tau2_retail|tau2_telecom: "
+                                                         "the run is scored as τ²-bench (awm bench tau2 run)")
+    _data_args(group)
+    group.add_argument("--split", default=DEFAULT_SPLIT, help="the τ² split --task counts in: base (default), "
+                                                              "train, test; telecom also small")
+    group.add_argument("--user-endpoint", metavar="NAME", help="the user simulator's named endpoint")
+    group.add_argument("--user-model", metavar="M", help="the user simulator's model (default: the agent's)")
+    group.add_argument("--user-base-url", metavar="URL", help="the user simulator's base URL (default: the agent's)")
+    group.add_argument("--user-temperature", type=float, default=None, help="the user simulator's (default 0)")
+
+
+# agent settings of awm eval run that a τ² run does not use (τ²'s orchestrator and evaluator decide instead)
+EVAL_ONLY = {"mode": None, "protocol": "reference", "system_prompt": None, "max_turns": None, "window": None,
+             "call_timeout": None, "on_format_error": "observe", "tool_names": "reference", "verify": "code",
+             "pass_threshold": 0.5}
+
+
+def eval_tau2_domains(args: argparse.Namespace) -> list[str] | None:
+    """The τ² domains ``awm eval run --scenario`` names (None when it names none); ``CliError`` for a mix with AWM
+    scenarios, or τ² options without a τ² domain."""
+    from awm_engine.bench.tau2.data import domain_of_key
+
+    scenarios = list(dict.fromkeys(args.scenario or []))
+    domains = [domain_of_key(s) for s in scenarios]
+    if not any(domains):
+        if args.tau2_data or args.airline_db:
+            raise CliError("--tau2-data runs τ²-bench domains: name them with --scenario tau2_airline, "
+                           "--scenario tau2_retail or --scenario tau2_telecom")
+        return None
+    if not all(domains):
+        awm = [s for s, d in zip(scenarios, domains) if not d]
+        raise CliError(f"one run is either τ²-bench domains or AWM scenarios: run {', '.join(awm)} separately")
+    return domains
+
+
+def eval_config(args: argparse.Namespace, domains: list[str]):
+    """A τ² run's configuration from ``awm eval run``'s flags: (config, agent, user, judge). ``--task N`` are
+    positions in the split (as for AWM scenarios), ``--episode-timeout`` the seconds per simulation."""
+    if args.policy != "llm":
+        raise CliError(f"--policy {args.policy} does not apply to τ²-bench domains: a model plays the agent")
+    ignored = [name for name, default in EVAL_ONLY.items() if getattr(args, name, default) != default]
+    if ignored:
+        stderr.print("[yellow]warning:[/yellow] not used by τ²-bench domains (τ²'s orchestrator and scoring decide): "
+                     + ", ".join("--" + name.replace("_", "-") for name in ignored), highlight=False)
+    ns = argparse.Namespace(**vars(args))
+    ns.domain, ns.task = domains, None
+    ns.max_steps, ns.max_errors, ns.seed = 200, 10, 300  # τ²'s defaults (awm bench tau2 run sets them)
+    ns.timeout = args.episode_timeout or None
+    config, agent, user, judge = _config(ns)
+    config.task_indexes = list(dict.fromkeys(args.task)) if args.task else None
+    return config, agent, user, judge
+
+
+def eval_resume_config(args: argparse.Namespace):
+    """A τ² run's own configuration, for ``awm eval run --resume``."""
+    return _resume_config(args)
 
 
 # -- score ----------------------------------------------------------------------------------------------------

@@ -71,7 +71,14 @@ def benchmark_run_summary(run_dir: Path | str) -> dict[str, Any] | None:
     return {"run_dir": str(run_dir), "model": (data.get("endpoint") or {}).get("model") or data.get("policy") or "?",
             "k": data.get("k", 1), "created": data.get("created"),
             "rollouts": meta.get("results", meta.get("rollouts", 0)), "running": meta.get("running"),
-            "mean_reward": None, "benchmark": data["benchmark"]}
+            "mean_reward": _mean_reward(meta),  # τ² runs have awm's aggregates
+            "benchmark": data["benchmark"]}
+
+
+def _mean_reward(meta: Any) -> float | None:
+    overall = meta.get("overall") if isinstance(meta, dict) else None
+    value = overall.get("mean_reward") if isinstance(overall, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def run_summary(run_dir: Path | str) -> dict[str, Any]:

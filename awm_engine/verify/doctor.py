@@ -65,6 +65,13 @@ KINDS: dict[str, tuple[str, str]] = {
     "solved_at_start": ("error", "a code-mode verifier already says complete on the untouched initial database: "
                                  "the task is solved before the agent starts"),
     "check_failed": ("error", "awm could not run one of these checks (its traceback is the detail)"),
+    # τ²-bench domains (awm env doctor --tau2-data DIR tau2_<domain>: bench/tau2/doctor.py)
+    "task_setup": ("error", "a τ² task's initial state cannot be built (its initialization data or actions fail): "
+                            "every episode of the task fails"),
+    "gold_mismatch": ("error", "a τ² task's gold actions, played as a conversation, do not score 1 on its DB and "
+                               "environment-assertion components: the task cannot be solved as written"),
+    "gold_action_error": ("warning", "a τ² gold action fails when replayed (τ² ignores it: the gold end state lacks "
+                                     "its effect)"),
 }
 
 
@@ -111,6 +118,7 @@ class Diagnosis:
     health: str | None = None  # the health check's status (ok | errors | broken), when it ran
     seconds: float = 0.0
     diagnosed_at: float | None = None
+    notes: list[str] = field(default_factory=list)  # checks that do not apply to this kind of environment, and why
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for p in self.problems if p.severity == s) for s in SEVERITIES}
@@ -122,7 +130,7 @@ class Diagnosis:
         return {"format_version": FORMAT_VERSION, "scenario": self.scenario, "name": self.name,
                 "complete": self.complete, "health": self.health, "counts": self.counts(),
                 "problems": [p.to_dict() for p in self.problems], "seconds": round(self.seconds, 3),
-                "diagnosed_at": self.diagnosed_at}
+                "diagnosed_at": self.diagnosed_at, "notes": list(self.notes)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Diagnosis":
@@ -130,7 +138,9 @@ class Diagnosis:
         return cls(str(data["scenario"]), str(data.get("name", data["scenario"])),
                    [Problem.from_dict(p) for p in problems if isinstance(p, dict)] if isinstance(problems, list)
                    else [], bool(data.get("complete", True)), data.get("health"), float(data.get("seconds") or 0),
-                   data.get("diagnosed_at"))
+                   data.get("diagnosed_at"),
+                   [str(n) for n in data.get("notes") or [] if isinstance(n, str)] if isinstance(data.get("notes"), list)
+                   else [])
 
 
 def summarize(counts: dict[str, int]) -> str:
@@ -210,8 +220,13 @@ def _cache_path(scenario: Scenario) -> Path:
 
 def cached_diagnosis(scenario: Scenario) -> Diagnosis | None:
     """The last full diagnosis of this version of the scenario, or None (never diagnosed, or changed since)."""
+    return read_diagnosis(_cache_path(scenario))
+
+
+def read_diagnosis(path: Path) -> Diagnosis | None:
+    """A cached diagnosis file (None when absent, unreadable or of another format version)."""
     try:
-        data = json.loads(_cache_path(scenario).read_text())
+        data = json.loads(Path(path).read_text())
         if not isinstance(data, dict) or data.get("format_version") != FORMAT_VERSION:
             return None
         return Diagnosis.from_dict(data)
@@ -219,8 +234,8 @@ def cached_diagnosis(scenario: Scenario) -> Diagnosis | None:
         return None
 
 
-def _store(scenario: Scenario, diagnosis: Diagnosis) -> None:
-    path = _cache_path(scenario)
+def write_diagnosis(path: Path, diagnosis: Diagnosis) -> None:
+    """Cache a diagnosis (atomically; a cache that cannot be written is no error)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -228,6 +243,10 @@ def _store(scenario: Scenario, diagnosis: Diagnosis) -> None:
         tmp.replace(path)
     except OSError:
         pass
+
+
+def _store(scenario: Scenario, diagnosis: Diagnosis) -> None:
+    write_diagnosis(_cache_path(scenario), diagnosis)
 
 
 # -- the checks -----------------------------------------------------------------------------------------------

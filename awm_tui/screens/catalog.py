@@ -125,6 +125,13 @@ class CatalogScreen(Screen):
             scenario = self.catalog.get(key)
             row.health, row.problems = health_cell(scenario), problem_cell(scenario)
             self.refill()
+        elif row is not None and getattr(self.app, "tau2_data", None) is not None:  # a τ² domain (its ctrl+d)
+            from .tau2 import tau2_rows
+
+            fresh = next((r for r in tau2_rows(self.app.tau2_data) if r.key == key), None)
+            if fresh is not None:
+                row.problems = fresh.problems
+                self.refill()
 
     def _loaded(self, catalog: Catalog, rows: list[Row]) -> None:
         self.catalog = catalog

@@ -24,10 +24,12 @@ from textual.widgets.option_list import Option
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, endpoint_names, load_config, resolve_endpoint
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, LLMPolicy, NativeCall
-from awm_engine.bench.tau2.data import DOMAINS, Tau2Data, domain_of_key
-from awm_engine.bench.tau2.episode import DomainCatalog, DomainScenario, run_tau2_data
-from awm_engine.bench.tau2.models import DB_MODELS, TelecomUserDB
+from awm_engine.bench.tau2.data import DOMAINS, Tau2Data
+from awm_engine.bench.tau2.doctor import diagnose as diagnose_domain
+from awm_engine.bench.tau2.doctor import quick_diagnosis
+from awm_engine.bench.tau2.episode import DomainCatalog, DomainScenario
 from awm_engine.bench.tau2.metrics import PASS_THRESHOLD
+from awm_engine.bench.tau2.models import DB_MODELS, TelecomUserDB
 from awm_engine.bench.tau2.run import Tau2Config, make_nl_judge, preflight, run_simulation, task_dir_name
 from awm_engine.bench.tau2.store import collections_of
 from awm_engine.data.catalog_rows import CatalogRow
@@ -38,6 +40,7 @@ from awm_engine.eval.runs import read_metadata
 
 from ..actions import bindings
 from ..widgets.diff_view import DiffView
+from ..widgets.problems import problems_view
 from ..widgets.transcript import Transcript
 from .catalog import ProblemCount, Row
 from .evals import RunView
@@ -57,14 +60,15 @@ def tau2_rows(data: Tau2Data | None) -> list[Row]:
         scenario = DomainScenario(data, name)
         domain = scenario.domain_data
         problem = domain.db_problem() if domain.dir.is_dir() else f"no {name} directory in {data.root}"
+        diagnosis = quick_diagnosis(scenario)  # the problems cell: awm env doctor's last count, else the static one
         issues = [str(i) for i in domain.issues] + ([problem] if problem else [])
         models = {"db": DB_MODELS[name], **({"user_db": TelecomUserDB} if name == "telecom" else {})}
         tables = sum(len(m.model_fields) for m in models.values())
         tools = len(scenario.tools()) + len(scenario.user_tools())
         row = CatalogRow(scenario.key, scenario.name, tables, tools, len(scenario.tasks), None, 0, 0,
                          len(scenario.tasks), str(data.root), tuple(issues), tools)
-        errors = sum(1 for i in domain.issues if i.level == "error") + (1 if problem else 0)
-        rows.append(Row(row, "no database" if problem else "τ²-bench", ProblemCount(len(issues), errors)))
+        rows.append(Row(row, "no database" if problem else "τ²-bench",
+                        ProblemCount(len(diagnosis.problems), diagnosis.counts()["error"])))
     return rows
 
 
@@ -171,6 +175,8 @@ class Tau2Screen(Screen):
         self.domain = scenario.domain_data
         self.tools = [("agent", t) for t in scenario.tools()] + [("user", t) for t in scenario.user_tools()]
         self.databases: dict[str, Any] | None = None
+        self.diagnosis = None  # from ctrl+d (awm env doctor); else the cached or static one
+        self.diagnosing = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -205,24 +211,38 @@ class Tau2Screen(Screen):
 
     def overview(self) -> Group:
         d = self.domain
-        problems = [*d.issues]
         db_problem = d.db_problem()
+        diagnosis = self.diagnosis or quick_diagnosis(self.scenario)  # awm env doctor's, as for AWM environments
         lines = [Text(self.scenario.description), Text(""),
                  Text.assemble(("task version: ", "bold"), d.version.describe() if d.version else "unknown"),
                  Text.assemble(("splits: ", "bold"), ", ".join(f"{k} {len(v)}" for k, v in d.splits.items()) or "none"),
                  Text.assemble(("database: ", "bold"), db_problem or str(d.db_path)),
                  Text.assemble(("tools: ", "bold"), f"{len(self.scenario.tools())} agent, "
-                                                    f"{len(self.scenario.user_tools())} user"), Text("")]
-        count = len(problems) + (1 if db_problem else 0)
-        lines.append(Text.assemble(("Problems", "bold"), "  ", ("none found" if not count else f"{count}",
-                                                                 "bold green" if not count else "bold red")))
-        if db_problem:
-            lines.append(Text(f"  error  {db_problem}", style="red"))
-        for p in problems:
-            lines.append(Text(f"  {p.level:<7} {p.message}" + (f"  ({p.path})" if p.path else ""),
-                              style="red" if p.level == "error" else "yellow"))
+                                                    f"{len(self.scenario.user_tools())} user"), Text(""),
+                 problems_view(diagnosis, self.diagnosing, f"awm env doctor --tau2-data {d.root} {self.scenario.key}",
+                               "the domain in a worker, every task's initial state and gold actions")]
+        lines += [Text(note, style="dim") for note in diagnosis.notes]
         lines += [Text(""), Text("Policy", style="bold"), Text(d.policy or "(no policy)")]
         return Group(*lines)
+
+    def action_diagnose(self) -> None:
+        """ctrl+d: every check of ``awm env doctor --tau2-data DIR tau2_<domain>`` (its CLI twin), in the app's pool."""
+        self.action_show_tab("overview")
+        if not self.diagnosing:
+            self.diagnosing = True
+            self.query_one("#tau2-overview", Static).update(self.overview())
+            self.run_doctor()
+
+    @work(exclusive=True, group="tau2-doctor")
+    async def run_doctor(self) -> None:
+        try:
+            pool = await self.app.get_pool()
+            self.diagnosis = await diagnose_domain(self.scenario, pool)
+        except Exception as exc:  # noqa: BLE001 - diagnose never raises for bad data; the pool might
+            self.notify(f"{type(exc).__name__}: {exc}", title="awm env doctor", severity="error")
+        finally:
+            self.diagnosing = False
+            self.query_one("#tau2-overview", Static).update(self.overview())
 
     @work(thread=True, exclusive=True, group="tau2-db")
     def load_databases(self) -> None:
@@ -334,7 +354,7 @@ class Tau2Screen(Screen):
     def action_next_page(self) -> None:
         pass
 
-    action_prev_page = action_focus_sql = action_toggle_source = action_diagnose = action_next_page
+    action_prev_page = action_focus_sql = action_toggle_source = action_next_page
 
 
 # -- play -----------------------------------------------------------------------------------------------------

@@ -8,17 +8,19 @@ from rich.text import Text
 from awm_engine.verify.doctor import SEVERITY_STYLE, Diagnosis, grouped, shown_detail
 
 
-def problems_view(diagnosis: Diagnosis | None, running: bool = False) -> Group:
+def problems_view(diagnosis: Diagnosis | None, running: bool = False, command: str | None = None,
+                  running_note: str = "building the database, the health check, every verifier on the initial "
+                                      "database") -> Group:
     """A heading with the counts, then one row per problem (severity, kind, where, message) with its detail
-    (statement, traceback) dim below it. ``diagnosis`` None: not diagnosed yet; not ``complete``: only the checks
-    that need nothing run (``doctor.quick_diagnosis``)."""
-    key = diagnosis.scenario if diagnosis else "SCENARIO"
+    (statement, traceback) dim below it. ``command``: the CLI twin, said in the heading. ``diagnosis`` None: not
+    diagnosed yet; not ``complete``: only the checks that need nothing run (``doctor.quick_diagnosis``)."""
+    command = command or f"awm env doctor {diagnosis.scenario if diagnosis else 'SCENARIO'}"  # its CLI twin
     if running:
-        note = "diagnosing… (building the database, the health check, every verifier on the initial database)"
+        note = f"diagnosing… ({running_note})"
     elif diagnosis is None or not diagnosis.complete:
-        note = f"static checks only; ctrl+d runs every check (CLI: awm env doctor {key})"
+        note = f"static checks only; ctrl+d runs every check (CLI: {command})"
     else:
-        note = f"from awm env doctor {key}; ctrl+d runs it again"
+        note = f"from {command}; ctrl+d runs it again"
     counts = diagnosis.counts() if diagnosis else {}
     worst = next((severity for severity in counts if counts[severity]), None)
     style = SEVERITY_STYLE[worst] if worst else ("green" if diagnosis and diagnosis.complete else "")

@@ -129,6 +129,27 @@ def gold_environment(domain_data, task: Task) -> tuple[Tau2Env, list[dict[str, A
     return env, errors
 
 
+def gold_messages(domain_data, task: Task, actions: list | None = None) -> list[dict[str, Any]]:
+    """A conversation in τ²'s shape whose tool calls are ``actions`` (the task's gold actions by default), each made
+    by its requestor on a live environment of the task for its tool message, after the agent's greeting and ended
+    by the user's stop token: what a perfect run looks like (``awm env doctor``, tests). Raises what the task's
+    initial state raises when it cannot be built."""
+    from awm_engine.bench.tau2.prompts import GREETING, STOP
+
+    env = build_env(domain_data, task)
+    if actions is None:
+        actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+    messages: list[dict[str, Any]] = [{"role": "assistant", "content": GREETING}]
+    for i, action in enumerate(actions):
+        call = {"id": f"call_{i}", "name": action.name, "arguments": action.arguments, "requestor": action.requestor}
+        messages.append({"role": action.requestor, "content": None, "tool_calls": [call]})
+        response = env.get_response(action.name, action.arguments, action.requestor)
+        messages.append({"role": "tool", "id": f"call_{i}", "content": response.content,
+                         "requestor": action.requestor, "error": response.error})
+    messages.append({"role": "user", "content": f"Thanks, that's all. {STOP}"})
+    return messages
+
+
 @dataclass
 class RewardInfo:
     """What one simulation scored, component by component (τ²'s ``reward_info`` shape, plus awm's notes)."""

@@ -59,6 +59,7 @@ class Tau2Config:
     domains: list[str]
     split: str = DEFAULT_SPLIT
     task_ids: list[str] | None = None
+    task_indexes: list[int] | None = None  # positions in each domain's split (awm eval run --task N), after task_ids
     airline_db: str | None = None
     k: int = 1  # trials per task
     endpoint: dict[str, Any] | None = None  # the agent's model: Endpoint.public() and max_retries (never the key)
@@ -155,6 +156,8 @@ def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
             raise RunRefused(str(exc.args[0])) from None
         if wanted:
             tasks = [t for t in tasks if t.id in wanted]
+        if config.task_indexes is not None:  # as awm eval run's --task: positions in the split, others skipped
+            tasks = [tasks[i] for i in dict.fromkeys(config.task_indexes) if isinstance(i, int) and 0 <= i < len(tasks)]
         if not tasks:
             continue
         for what, value in (("policy", domain.policy), ("user-simulator guidelines", domain.guidelines())):
@@ -170,6 +173,9 @@ def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
             raise RunRefused(f"task ids not in split {config.split!r} of {', '.join(config.domains)}: "
                              f"{', '.join(map(repr, missing[:5]))}")
     if not chosen:
+        if config.task_indexes is not None:
+            raise RunRefused(f"no task at position(s) {', '.join(map(str, config.task_indexes))} of split "
+                             f"{config.split!r} of {', '.join(config.domains)}")
         raise RunRefused("no tasks selected")
     return data, chosen
 
