@@ -342,3 +342,18 @@ def test_too_few_new_scenarios_is_said_and_exits_1(tmp_path, capsys):
     assert code == 1 and "only 1 of the 3 new scenarios" in err and "is taken" in err
     rows = (out / "gen_scenario.jsonl").read_text().splitlines()
     assert [json.loads(r)["name"] for r in rows] == [SCENARIO["name"]]
+
+
+def test_fake_llm_refuses_a_busy_port(tmp_path, capsys):
+    """`awm fake-llm` on a port another process holds exits 3 instead of printing a URL that process answers."""
+    import socket
+
+    script_file = tmp_path / "s.json"
+    script_file.write_text(json.dumps({"responses": [{"content": "hi"}]}))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        assert awm(["fake-llm", "--script", str(script_file), "--port", str(port)]) == 3
+    err = capsys.readouterr().err
+    assert "already in use" in err and "http://" not in err

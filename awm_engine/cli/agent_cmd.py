@@ -66,7 +66,8 @@ def register(verbs) -> None:
 
     fake = verbs.add_parser("fake-llm", help="serve a scripted OpenAI-compatible chat completions API")
     fake.add_argument("--script", required=True, metavar="FILE")
-    fake.add_argument("--port", type=int, default=8000)
+    fake.add_argument("--port", type=int, default=8000, help="default 8000; 0: a free port (printed); a busy port "
+                      "exits 3 before anything is served")
     fake.set_defaults(func=cmd_fake_llm)
 
 
@@ -172,8 +173,15 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
         load_script(args.script)
     except ScriptError as exc:
         raise CliError(str(exc)) from None
-    stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{args.port}/v1")
-    serve(args.script, args.port)
+    from awm_engine.cli.env_cmd import PORT_BUSY, port_is_free
+    from awm_engine.runtime.ports import free_port
+
+    port = args.port or free_port()
+    if not port_is_free(port):  # never print a URL another process answers at
+        raise CliError(f"port {port} on 127.0.0.1 is already in use (pick another with --port, or --port 0)",
+                       PORT_BUSY)
+    stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{port}/v1")
+    serve(args.script, port)
     return 0
 
 
