@@ -69,16 +69,24 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
     ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals"),
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
+    ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals"),
+    ActionSpec("evals.report", "bench_report", "b", "Report across benchmarks", "evals"),
+    ActionSpec("report.copy", "copy_markdown", "c", "Copy as Markdown", "report"),
+    ActionSpec("report.reload", "reload", "r", "Reload the runs", "report"),
+    ActionSpec("report.back", "back", "escape", "Back", "report"),
 )
+ENTRY_ACTIONS = ("evals.rollouts", "evals.back")  # the screens of one entry or task opened from the dashboard
 
 SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "tau2": "τ² domain",
                 "play": "Play",
-                "rollout": "Live rollout", "replay": "Replay", "evals": "Evaluations"}
+                "rollout": "Live rollout", "replay": "Replay", "evals": "Evaluations",
+                "report": "Report across benchmarks"}
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str, only: tuple[str, ...] | None = None) -> list[Binding]:
+    """The scope's actions as key bindings (``only``: just these action ids)."""
     return [Binding(a.keys, a.action, a.description, show=a.show, key_display=a.key_display, priority=a.priority,
-                    id=a.id) for a in ACTIONS if a.scope == scope]
+                    id=a.id) for a in ACTIONS if a.scope == scope and (only is None or a.id in only)]
 
 
 KEY_NAMES = {"escape": "esc", "enter": "enter", "backspace": "backspace", "pagedown": "pgdn", "pageup": "pgup",

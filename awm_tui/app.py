@@ -27,7 +27,10 @@ class AwmCommands(Provider):
     def _commands(self):
         screen = self.screen
         scope = getattr(screen, "SCOPE", "catalog")
+        bound = {getattr(b, "id", None) for b in getattr(screen, "BINDINGS", [])}
         for a in ACTIONS:
+            if a.scope == scope and a.id not in bound:  # e.g. an entry screen offers only some of its scope's
+                continue
             if a.scope in (scope, "app") and a.action not in ("command_palette",):
                 target = screen if a.scope != "app" else self.app
                 yield f"{a.description} ({a.id})", partial(target.run_action, a.action), a.id
@@ -37,6 +40,7 @@ class AwmCommands(Provider):
         for run_dir in self.app.recent_runs():
             yield f"replay: {run_dir.name}", partial(self.app.open_replay, run_dir), str(run_dir)
         yield "evaluations", self.app.open_evaluations, "the evaluation dashboard"
+        yield "report across benchmarks", self.app.open_report, "awm bench report over the dashboard's runs"
 
     async def discover(self) -> Hits:
         for text, callback, help_text in self._commands():
@@ -58,7 +62,7 @@ class AwmApp(App):
 
     def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
                  runs_root: Path | str = "outputs", replay: Path | str | None = None,
-                 evaluation: Path | str | None = None, tau2_data=None):
+                 evaluation: Path | str | None = None, tau2_data=None, report: list[Path | str] | None = None):
         super().__init__()
         self.data_dirs = data_dirs
         self.tau2_data = tau2_data  # a bench.tau2.data.Tau2Data: τ²-bench's domains in the catalog (screens/tau2.py)
@@ -66,6 +70,7 @@ class AwmApp(App):
         self.runs_root = Path(runs_root)
         self.replay_dir = replay
         self.evaluation_dir = evaluation
+        self.report_runs = report  # awm-tui --report RUN_DIR…: open the table across benchmarks on them
         self._pool = None
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
@@ -85,6 +90,8 @@ class AwmApp(App):
             self.call_later(self.open_replay, self.replay_dir)
         elif self.evaluation_dir:
             self.call_later(self.open_evaluations, self.evaluation_dir)
+        elif self.report_runs:
+            self.call_later(self.open_report, self.report_runs)
 
     async def get_pool(self):
         """Environment worker processes (started on first use): environment code never runs in the TUI."""
@@ -117,11 +124,28 @@ class AwmApp(App):
         root = Path(selected).parent if selected else self.runs_root / "eval"
         self.push_screen(EvalScreen(root, Path(selected) if selected else None))
 
+    def open_report(self, run_dirs: list[Path | str] | None = None) -> None:
+        """The table across benchmarks (``awm bench report``) over ``run_dirs``, by default the runs the
+        evaluation dashboard lists (oldest first: a model's newest run of a benchmark is the one shown)."""
+        from awm_engine.eval.runs import find_eval_runs
+
+        from .screens.report import BenchReportScreen
+
+        if run_dirs is None:
+            run_dirs = list(reversed(find_eval_runs(self.runs_root / "eval", newest_first=True)))
+        self.push_screen(BenchReportScreen(list(run_dirs)))
+
     def open_replay(self, run_dir: Path | str) -> None:
+        from awm_engine.bench.mcp_universe.run import rollout_record
         from awm_engine.bench.tau2.episode import run_tau2_data
 
         from .screens.tau2 import Tau2ReplayScreen
 
+        if (record := rollout_record(run_dir)) is not None:  # an MCP-Universe rollout: no database to replay
+            from .screens.mcp_universe import McpuTaskScreen, run_simulated
+
+            self.push_screen(McpuTaskScreen(record, run_simulated(Path(run_dir).resolve().parents[2])))
+            return
         try:
             tau2 = run_tau2_data(run_dir)  # a τ²-bench rollout: replayed on its domain
             self.push_screen(Tau2ReplayScreen(run_dir, self.tau2_data or tau2) if tau2 else ReplayScreen(run_dir))
@@ -158,13 +182,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="where play and live runs are written and recent runs are found (default outputs/)")
     parser.add_argument("--tau2-data", metavar="DIR", help="τ²-bench data directory: its domains in the catalog")
     parser.add_argument("--airline-db", metavar="FILE", help="τ²-bench's airline db.json, when DIR has none")
+    parser.add_argument("--report", nargs="+", metavar="RUN_DIR",
+                        help="open the table across benchmarks on these runs (as awm bench report RUN_DIR…)")
     args = parser.parse_args(argv)
     tau2 = None
     if args.tau2_data:
         from awm_engine.bench.tau2.data import Tau2Data
 
         tau2 = Tau2Data(Path(args.tau2_data).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
-    AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval, tau2_data=tau2).run()
+    AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval, tau2_data=tau2,
+           report=args.report).run()
     return 0
 
 

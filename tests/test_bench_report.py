@@ -128,6 +128,12 @@ def test_missing_benchmarks_and_unreadable_runs(tmp_path):
     assert "without report columns" in report.build_table([odd])["skipped"][0]["reason"]
 
 
+def test_cli_exits_1_when_no_run_can_be_read(tmp_path, capsys):
+    assert main(["bench", "report", str(tmp_path / "nothing")]) == 1
+    err = capsys.readouterr().err
+    assert "skipped" in err and "no run could be read" in err
+
+
 def test_eval_list_shows_benchmark_runs_among_evaluations(tmp_path, capsys):
     mcpu_run(tmp_path, "m1")
     awm_run(tmp_path, "m2")

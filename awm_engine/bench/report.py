@@ -172,39 +172,52 @@ def build_table(run_dirs: list[Path | str]) -> dict[str, Any]:
     return {"groups": groups, "present": sorted(present), "rows": list(rows.values()), "skipped": skipped}
 
 
-def _fmt(c: dict[str, Any] | None) -> str:
-    if not c or c.get("value") is None:
+def cell_text(c: dict[str, Any] | None, sep: str = " ") -> str:
+    """A cell as the table prints it: the value in %, its [95 % CI] and n where they apply (joined by ``sep``),
+    else ``–``."""
+    if not isinstance(c, dict) or not isinstance(c.get("value"), (int, float)):
         return "–"
     text = f"{100 * c['value']:.1f}"
-    if c.get("ci95"):
-        text += f" [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
+    ci = c.get("ci95")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        text += f"{sep}[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
     if c.get("n"):
-        text += f" (n={c['n']})"
+        text += f"{sep}(n={c['n']})"
     return text
 
 
-def markdown(table: dict[str, Any]) -> str:
-    groups = table["groups"]
-    header, under, sub = ["Model"], ["---"], [""]
-    for b, g in groups.items():
-        for i, col in enumerate(g["columns"]):
-            header.append(g["title"] if i == 0 else "")
-            sub.append(col)
-            under.append("---:")
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(under) + "|", "| " + " | ".join(sub) + " |"]
+def layout(table: dict[str, Any], sep: str = " ") -> dict[str, Any]:
+    """The table as text, shared by ``awm bench report`` and the TUI's report screen: the groups (title and
+    columns), one row of cell texts per model (the model first; ``sep`` between a value, its CI and n), and the
+    footer notes."""
+    groups = [(g["title"], list(g["columns"])) for g in table["groups"].values()]
+    rows = []
     for row in table["rows"]:
         cells = [row["model"]]
-        for b, g in groups.items():
+        for b, g in table["groups"].items():
             cols = row["benchmarks"].get(b)
-            cells += [_fmt(cols.get(c)) if cols else "–" for c in g["columns"]]
-        lines.append("| " + " | ".join(cells) + " |")
-    absent = [g["title"] for b, g in groups.items() if b not in table["present"]]
-    notes = ["", "Values are percentages; [95 % CI] where a column is a proportion; n = items scored."]
+            cells += [cell_text(cols.get(c), sep) if isinstance(cols, dict) else "–" for c in g["columns"]]
+        rows.append(cells)
+    absent = [g["title"] for b, g in table["groups"].items() if b not in table["present"]]
+    notes = ["Values are percentages; [95 % CI] where a column is a proportion; n = items scored."]
     if absent:
         notes.append("No runs given for: " + ", ".join(absent) + ".")
     for row in table["rows"]:
         notes += [f"- {row['model']}: {n}" for n in row["notes"]]
-    return "\n".join(lines + notes) + "\n"
+    return {"groups": groups, "rows": rows, "notes": notes}
+
+
+def markdown(table: dict[str, Any]) -> str:
+    shown = layout(table)
+    header, under, sub = ["Model"], ["---"], [""]
+    for title, columns in shown["groups"]:
+        for i, col in enumerate(columns):
+            header.append(title if i == 0 else "")
+            sub.append(col)
+            under.append("---:")
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(under) + "|", "| " + " | ".join(sub) + " |"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in shown["rows"]]
+    return "\n".join(lines + [""] + shown["notes"]) + "\n"
 
 
 def to_json(table: dict[str, Any]) -> str:

@@ -92,6 +92,9 @@ def register(which) -> None:
     report.add_argument("--grouping", choices=scores.GROUPINGS, default="paper",
                         help="paper: the six domains; awm: the AWM paper's columns (Location, Financial, Browser, "
                              "Web, Multi)")
+    report.add_argument("--tasks", action="store_true",
+                        help="every task instead: its verdict, evaluators passed / failed / needing a service, "
+                             "the services, steps and why it did not pass")
     _output_flags(report)
     report.set_defaults(func=cmd_report)
 
@@ -247,9 +250,42 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not is_mcpu_run(args.run_dir):
         raise CliError(f"{args.run_dir} is not an MCP-Universe run (no config.json with \"benchmark\": "
                        "\"mcp-universe\")")
-    _print_rates(current_metadata(args.run_dir), args.grouping,
-                 "json" if args.json else "markdown" if args.markdown else "text")
+    fmt = "json" if args.json else "markdown" if args.markdown else "text"
+    if args.tasks:
+        _print_tasks(args.run_dir, fmt)
+        return 0
+    _print_rates(current_metadata(args.run_dir), args.grouping, fmt)
     return 0
+
+
+TASK_COLUMNS = ("task", "domain", "AWM column", "verdict", "evaluators", "needs", "steps", "why not passed")
+
+
+def _print_tasks(run_dir: str, fmt: str) -> None:
+    """``report --tasks``: one line per task (the evaluation dashboard's task table)."""
+    from rich.table import Table
+
+    from awm_engine.bench.mcp_universe.run import task_line
+    from awm_engine.eval.results import read_records
+
+    lines = [task_line(r) for r in read_records(Path(run_dir) / "results.jsonl")]
+    if fmt == "json":
+        print_json(lines)
+        return
+    rows = [(t["id"], str(t["domain"] or "-"), str(t["awm_column"] or "-"), t["status"], t["evaluators"],
+             ", ".join(t["needs"]) or "-", "-" if t["steps"] is None else str(t["steps"]), t["reason"] or "-")
+            for t in lines]
+    if fmt == "markdown":
+        print("| " + " | ".join(TASK_COLUMNS) + " |\n|" + "---|" * len(TASK_COLUMNS))
+        for row in rows:
+            print("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in row) + " |")
+        return
+    table = Table(title=f"MCP-Universe tasks · {run_dir}")
+    for name in TASK_COLUMNS:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row[:-1], row[-1] if len(row[-1]) <= 240 else row[-1][:240] + "… (--json has it all)")
+    stdout.print(table, markup=False, highlight=False)
 
 
 def cmd_bench_report(args: argparse.Namespace) -> int:
@@ -265,4 +301,8 @@ def cmd_bench_report(args: argparse.Namespace) -> int:
         stdout.print(bench_report.markdown(table), markup=False, highlight=False)
     for problem in table["skipped"]:
         stderr.print(f"skipped {problem['run_dir']}: {problem['reason']}", markup=False)
+    if not table["rows"]:  # nothing could be read: not a report
+        stderr.print("no run could be read (awm eval run / awm bench bfcl|tau2|mcp-universe run … --out RUN_DIR "
+                     "make them)", markup=False)
+        return 1
     return 0

@@ -18,7 +18,7 @@ from awm_engine.bench.bfcl.run import BfclConfig, is_bfcl_run
 from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
 
-from ..actions import bindings
+from ..actions import ENTRY_ACTIONS, bindings
 
 CATEGORY_COLUMNS = ["category", "group", "correct", "scored", "accuracy %", "errors"]
 CATEGORY_WIDTHS = [24, 10, 8, 10, 10, 6]
@@ -91,7 +91,7 @@ class BfclEntryScreen(Screen):
     escape goes back to the dashboard (ctrl+o: back to its entry list)."""
 
     SCOPE = "evals"
-    BINDINGS = bindings("evals")
+    BINDINGS = bindings("evals", only=ENTRY_ACTIONS)
     DEFAULT_CSS = """
     BfclEntryScreen .bfcl-section { padding: 0 1 1 1; }
     """

@@ -17,12 +17,29 @@ from awm_engine.data.run_formats import RunFormatError
 from awm_engine.eval.batch import work_items
 from awm_engine.eval.metrics import ERROR_CLASSES, error_class, summarize
 from awm_engine.eval.results import ResultsIndex
-from awm_engine.eval.runs import NotAnEvalRun, find_eval_runs, load_eval_config, read_metadata
+from awm_engine.eval.runs import (
+    NotAnEvalRun,
+    find_eval_runs,
+    load_eval_config,
+    read_metadata,
+)
 
 from ..actions import bindings
 from ..widgets.virtual_table import VirtualTable
-from .bfcl import CATEGORY_COLUMNS, CATEGORY_WIDTHS, ENTRY_COLUMNS, ENTRY_WIDTHS, BfclEntryScreen, BfclRunView, \
-    is_bfcl_run, run_label
+from .bfcl import (
+    CATEGORY_COLUMNS,
+    CATEGORY_WIDTHS,
+    ENTRY_COLUMNS,
+    ENTRY_WIDTHS,
+    BfclEntryScreen,
+    BfclRunView,
+    is_bfcl_run,
+    run_label,
+)
+from .mcp_universe import McpuRunView, McpuTaskScreen, is_mcpu_run
+from .mcp_universe import run_label as mcpu_label
+
+TABLE_VIEWS = (BfclRunView, McpuRunView)  # runs shown as two tables of their own (groups, then items)
 
 SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "errors"]
 SCENARIO_WIDTHS = [24, 8, 7, 8, 7, 7, 12]  # least widths: the scenario and errors columns take the room left
@@ -122,6 +139,11 @@ class EvalScreen(Screen):
                     options.add_option(Option(label, id=str(run)))
                     self.runs.append(run)
                 continue
+            if is_mcpu_run(run):  # an MCP-Universe run (awm bench mcp-universe run): screens/mcp_universe.py
+                if (label := mcpu_label(run)) is not None:
+                    options.add_option(Option(label, id=str(run)))
+                    self.runs.append(run)
+                continue
             if is_bfcl_run(run):  # a BFCL run (awm bench bfcl run): its own table and entry view
                 try:
                     options.add_option(Option(run_label(run), id=str(run)))
@@ -156,14 +178,17 @@ class EvalScreen(Screen):
                 from .tau2 import Tau2RunView
 
                 view = Tau2RunView(Path(path))
+            elif is_mcpu_run(path):
+                view = McpuRunView(Path(path))
             else:
                 view = BfclRunView(Path(path)) if is_bfcl_run(path) else RunView(Path(path))
-        except (RunFormatError, NotAnEvalRun) as exc:
+        except (RunFormatError, NotAnEvalRun, OSError, ValueError, TypeError) as exc:
             self.notify(str(exc), title="evaluations", severity="error", markup=False)
             return
         self.view = view
+        self.refresh_bindings()  # the MCP-Universe column switch shows only for its runs
         rollouts = self.query_one("#rollout-table", VirtualTable)
-        if not isinstance(view, BfclRunView) and rollouts.columns != ROLLOUT_COLUMNS:  # after a BFCL run
+        if not isinstance(view, TABLE_VIEWS) and rollouts.columns != ROLLOUT_COLUMNS:  # after a BFCL run
             rollouts.set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
         rollouts.set_rows([], [])
         self.poll()
@@ -182,10 +207,10 @@ class EvalScreen(Screen):
         view = self.view
         if view is None:
             return
-        if isinstance(view, BfclRunView):
+        if isinstance(view, TABLE_VIEWS):
             try:
                 shown = view.refresh()
-            except RunFormatError as exc:
+            except (RunFormatError, OSError, ValueError) as exc:
                 view.error = str(exc)
                 self.app.call_from_thread(self._failed, view)
                 return
@@ -249,14 +274,16 @@ class EvalScreen(Screen):
                              "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
                              error_class(s) or "") for s in summaries], [s["id"] for s in summaries])
 
-    def _show_bfcl(self, view: BfclRunView, shown: dict) -> None:
+    def _show_bfcl(self, view: BfclRunView | McpuRunView, shown: dict) -> None:
         if view is not self.view or not self.is_attached:
             return
         self.query_one("#run-head", Static).update(shown["head"])
         self.query_one(ProgressBar).update(total=max(shown["expected"], 1), progress=shown["done"])
+        group_columns, group_widths, item_columns, item_widths = view.tables() if isinstance(view, McpuRunView) \
+            else (CATEGORY_COLUMNS, CATEGORY_WIDTHS, ENTRY_COLUMNS, ENTRY_WIDTHS)
         for table_id, columns, widths, rows, keys in (
-                ("#scenario-table", CATEGORY_COLUMNS, CATEGORY_WIDTHS, shown["categories"], shown["category_keys"]),
-                ("#rollout-table", ENTRY_COLUMNS, ENTRY_WIDTHS, shown["entries"], shown["entry_keys"])):
+                ("#scenario-table", group_columns, group_widths, shown["categories"], shown["category_keys"]),
+                ("#rollout-table", item_columns, item_widths, shown["entries"], shown["entry_keys"])):
             table = self.query_one(table_id, VirtualTable)
             if table.columns != columns:
                 table.set_columns(columns, widths, grow=(0, len(columns) - 1))
@@ -268,6 +295,14 @@ class EvalScreen(Screen):
         if event.table.id == "rollout-table" and event.key and isinstance(self.view, BfclRunView):
             self.app.push_screen(BfclEntryScreen(self.view.index.record(event.key)))
             return
+        if event.table.id == "rollout-table" and event.key and isinstance(self.view, McpuRunView):
+            try:
+                record = self.view.index.record(event.key)
+            except (OSError, ValueError, KeyError) as exc:  # rewritten meanwhile (score again): the next poll
+                self.notify(f"{event.key}: {exc}", title="evaluations", severity="warning", markup=False)
+                return
+            self.app.push_screen(McpuTaskScreen(record, self.view.config.simulation))
+            return
         if event.table.id == "rollout-table" and event.key and self.view is not None:
             record = self.view.index.entries[event.key].summary
             if record.get("run_dir") and Path(record["run_dir"], "trajectory.json").is_file():
@@ -277,6 +312,26 @@ class EvalScreen(Screen):
 
     def action_focus_rollouts(self) -> None:
         self.query_one("#rollout-table", VirtualTable).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_grouping":  # only an MCP-Universe run has two column sets
+            return isinstance(self.view, McpuRunView)
+        return True
+
+    def action_toggle_grouping(self) -> None:
+        """MCP-Universe: the paper's six domains ⇄ the AWM paper's columns (``report --grouping paper|awm``)."""
+        if isinstance(self.view, McpuRunView):
+            self.view.grouping = "awm" if self.view.grouping == "paper" else "paper"
+            self.refresh_run()
+
+    def action_bench_report(self) -> None:
+        """Every run under this dashboard's folder in one table across benchmarks (``awm bench report RUN_DIR…``;
+        a run the report cannot read is listed with the reason), oldest first so that a model's newest run of a
+        benchmark is the one shown."""
+        runs = list(reversed(find_eval_runs(self.root, newest_first=True)))
+        if self.selected is not None and self.selected.resolve() not in [r.resolve() for r in runs]:
+            runs.append(self.selected)
+        self.app.open_report(runs)
 
     def action_back(self) -> None:
         self.app.pop_screen()

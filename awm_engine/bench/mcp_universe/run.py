@@ -127,6 +127,31 @@ class McpuConfig:
         return (self.endpoint or {}).get("model") or "unknown"
 
 
+def rollout_record(rollout_dir: Path | str) -> dict[str, Any] | None:
+    """The results line of an MCP-Universe rollout directory (``<run>/rollouts/<folder>/<task>/``), so that
+    opening the rollout shows its task with the verdict; a minimal record when the run's results do not have it;
+    None when the directory is not an MCP-Universe rollout."""
+    rollout_dir = Path(rollout_dir)
+    try:
+        awm = json.loads((rollout_dir / "trajectory.json").read_text()).get("awm") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(awm, dict) or awm.get("benchmark") != BENCHMARK:
+        return None
+    task_id = str(awm.get("mcp_universe_task") or f"{rollout_dir.parent.name}/{rollout_dir.name}")
+    results = rollout_dir.parents[2] / "results.jsonl" if len(rollout_dir.parents) > 2 else None
+    if results is not None and results.is_file():
+        try:
+            found = next((r for r in read_records(results) if r.get("id") == task_id), None)
+        except (OSError, ValueError):
+            found = None
+        if found is not None:
+            return found
+    return {"id": task_id, "scenario": rollout_dir.parent.name, "task_id": rollout_dir.name, "status": "error",
+            "error_kind": "not_scored", "error": "the run's results.jsonl has no line for this rollout",
+            "stop_reason": awm.get("stop_reason"), "run_dir": str(rollout_dir)}
+
+
 def is_mcpu_run(run_dir: Path | str) -> bool:
     try:
         return json.loads((Path(run_dir) / CONFIG.file).read_text()).get("benchmark") == BENCHMARK
@@ -150,13 +175,47 @@ def select(config: McpuConfig) -> list[tasks.Task]:
     return chosen
 
 
+def _verdict(record: dict[str, Any]) -> dict[str, Any]:
+    verdict = record.get("verdict")
+    return verdict if isinstance(verdict, dict) else {}
+
+
 def task_result(record: dict[str, Any]) -> dict[str, Any]:
-    """A results line as ``scores.success_rates`` reads it."""
+    """A results line as ``scores.success_rates`` reads it (a malformed field reads as missing)."""
     status = "error" if record.get("status") == "error" else record.get("label") or "fail"
-    verdict = record.get("verdict") or {}
-    return {"id": record["id"], "domain": record.get("domain"), "awm_column": record.get("awm_column"),
-            "status": status, "needs": verdict.get("needs") or [], "steps": record.get("steps"),
-            "evaluator_score": verdict.get("evaluator_score")}
+    if status not in ("pass", "fail", "needs", "error"):
+        status = "fail"
+    verdict = _verdict(record)
+    needs = verdict.get("needs")
+    return {"id": str(record.get("id")), "domain": record.get("domain"), "awm_column": record.get("awm_column"),
+            "status": status, "needs": [n for n in needs if isinstance(n, str)] if isinstance(needs, list) else [],
+            "steps": record.get("steps"), "evaluator_score": verdict.get("evaluator_score")}
+
+
+def evaluator_verdicts(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every evaluator's verdict of a results line (``func``, ``op``, ``status``, ``reason``, ``needs``)."""
+    evaluators = _verdict(record).get("evaluators")
+    return [e for e in evaluators if isinstance(e, dict)] if isinstance(evaluators, list) else []
+
+
+def task_line(record: dict[str, Any]) -> dict[str, Any]:
+    """One task of a run as ``report --tasks`` and the TUI's task table show it: its verdict, how many evaluators
+    passed, failed or need a service, the services, and why it did not pass (the first failing evaluator, or the
+    error)."""
+    result = task_result(record)
+    verdicts = evaluator_verdicts(record)
+    counts = {s: sum(v.get("status") == s for v in verdicts) for s in ("pass", "fail", "needs")}
+    if result["status"] == "error":
+        why = f"{record.get('error_kind') or 'error'}: {record.get('error') or ''}".strip()
+    else:
+        failed = next((v for v in verdicts if v.get("status") == "fail"), None)
+        why = "" if failed is None else f"{failed.get('func')}" + (f" {failed['op']}" if failed.get("op") else "") \
+            + f": {failed.get('reason') or 'failed'}"
+    shown = " · ".join(f"{n} {s}" for s, n in counts.items() if n) or "-"
+    return {"id": result["id"], "folder": record.get("scenario"), "task": record.get("task_id"),
+            "domain": result["domain"], "awm_column": result["awm_column"], "status": result["status"],
+            "evaluators": shown, "counts": counts, "needs": result["needs"], "steps": result["steps"],
+            "reason": why}
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
