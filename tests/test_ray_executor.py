@@ -84,3 +84,26 @@ def test_tau2_on_ray_equals_local_and_resumes(tmp_path, capsys):
         assert awm(["bench", "tau2", "run", "--resume", str(tmp_path / "ray"), "--quiet"]) == 0
     capsys.readouterr()
     assert simulations(tmp_path / "ray") == local
+
+
+def test_episodes_without_a_run_directory_stay_out_of_the_current_directory(tmp_path, monkeypatch):
+    """A Ray pool's episodes opened without a run directory keep their databases in the pool's own temporary
+    directory (removed at close), as the local pool does — never in ./episodes (seen after a benchmark run)."""
+    import asyncio
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.runtime.ray_pool import RayEnvPool
+
+    monkeypatch.chdir(tmp_path)
+    scenario = Catalog.load().get("maple_library_lending")
+
+    async def go():
+        async with RayEnvPool(actors=1) as pool:
+            episode = await pool.open_episode(scenario)
+            await episode.close()
+            kept = episode.run_dir
+            assert (kept / "final.db").is_file() and pool.workdir in kept.parents
+            return pool.workdir
+
+    workdir = asyncio.run(go())
+    assert not (tmp_path / "episodes").exists() and not workdir.exists()

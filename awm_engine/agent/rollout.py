@@ -20,19 +20,19 @@ from typing import Any, AsyncIterator
 
 from awm_engine.agent.meta_protocol import (
     SYSTEM_PROMPT,
+    VLLM_EXTRA_BODY,
     FormatIssue,
     ParsedCall,
-    VLLM_EXTRA_BODY,
     observation_text,
     parse_meta_turn,
     parse_reference_turn,
     reference_call_tool_arguments,
     reference_tool_target,
-    unknown_function_text,
-    uses_vllm_extras,
     render_tool_list,
     robust_json,
     strip_tool_prefixes,
+    unknown_function_text,
+    uses_vllm_extras,
 )
 from awm_engine.agent.policies import AssistantTurn, Policy, PolicyError
 

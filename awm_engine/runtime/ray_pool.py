@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -207,7 +209,10 @@ class RayEnvPool:
         self.address = address
         self.call_timeout = call_timeout
         self.schema_check = schema_check
-        self.workdir = Path(workdir) if workdir else None
+        # episodes opened without a run directory keep their databases here (a private temporary directory,
+        # removed at close, unless one is given) — never the current directory
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_raypool_"))
         self.actors: list[Any] = []
         self.loads: list[int] = []
         self._started_ray = False
@@ -250,7 +255,7 @@ class RayEnvPool:
         if "error" in info:
             self.loads[index] -= 1
             raise EnvLoadError(info["error"], scenario.key)
-        run_dir = Path(run_dir) if run_dir else Path(self.workdir or ".") / "episodes" / info["id"]
+        run_dir = Path(run_dir) if run_dir else self.workdir / "episodes" / info["id"]
         return RayEpisode(self, self.actors[index], index, scenario, run_dir, info, task_idx, options)
 
     async def warm(self, scenario: Scenario) -> dict[int, float]:
@@ -275,3 +280,5 @@ class RayEnvPool:
         if self._started_ray:
             await asyncio.to_thread(ray.shutdown)
             self._started_ray = False
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)

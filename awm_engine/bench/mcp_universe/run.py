@@ -33,7 +33,7 @@ from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig, Rollout
 from awm_engine.bench.mcp_universe import evaluators, scores, tasks
 from awm_engine.bench.mcp_universe.episode import McpServersEpisode
-from awm_engine.bench.mcp_universe.servers import ServerDef, load_servers
+from awm_engine.bench.mcp_universe.servers import ServerDef
 from awm_engine.data.run_formats import CONFIG, METADATA
 from awm_engine.eval.batch import Progress as EvalProgress
 from awm_engine.eval.batch import lock_run_dir
