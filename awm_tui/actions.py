@@ -26,6 +26,7 @@ class ActionSpec:
     show: bool = True  # in the footer
     key_display: str | None = None
     priority: bool = False
+    cli: str | None = None  # the CLI twin, named in the help screen and the palette
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -63,6 +64,11 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("rollout.pause", "pause", "space", "Pause", "rollout"),
     ActionSpec("rollout.stop", "stop", "x", "Stop", "rollout"),
     ActionSpec("rollout.back", "back", "escape", "Back", "rollout"),
+    ActionSpec("gen.open", "open_scenario", "enter", "Open the environment", "gen", priority=True,
+               cli="awm catalog show --data DIR SCENARIO"),
+    ActionSpec("gen.detail", "focus_detail", "d", "Attempts and errors", "gen", cli="awm gen status DIR --json"),
+    ActionSpec("gen.reload", "reload", "r", "Reload", "gen", cli="awm gen status DIR"),
+    ActionSpec("gen.back", "back", "escape", "Back", "gen"),
     ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay", priority=True),
     ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True),
     ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay"),
@@ -78,7 +84,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
 ENTRY_ACTIONS = ("evals.rollouts", "evals.back")  # the screens of one entry or task opened from the dashboard
 
 SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Environment", "tau2": "τ² domain",
-                "play": "Play",
+                "play": "Play", "gen": "Generation run",
                 "rollout": "Live rollout", "replay": "Replay", "evals": "Evaluations",
                 "report": "Report across benchmarks"}
 

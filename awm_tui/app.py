@@ -33,13 +33,16 @@ class AwmCommands(Provider):
                 continue
             if a.scope in (scope, "app") and a.action not in ("command_palette",):
                 target = screen if a.scope != "app" else self.app
-                yield f"{a.description} ({a.id})", partial(target.run_action, a.action), a.id
+                yield (f"{a.description} ({a.id})", partial(target.run_action, a.action),
+                       a.id + (f" · CLI twin: {a.cli}" if a.cli else ""))
         catalog = getattr(self.app, "catalog", None)
         for s in catalog or []:
             yield f"open: {s.key}", partial(self.app.open_environment, s.key), s.name
         for run_dir in self.app.recent_runs():
             yield f"replay: {run_dir.name}", partial(self.app.open_replay, run_dir), str(run_dir)
         yield "evaluations", self.app.open_evaluations, "the evaluation dashboard"
+        for gen_dir in self.app.gen_runs():
+            yield f"generation run: {gen_dir.name}", partial(self.app.open_gen, gen_dir), f"awm gen status {gen_dir}"
         yield "report across benchmarks", self.app.open_report, "awm bench report over the dashboard's runs"
 
     async def discover(self) -> Hits:
@@ -62,7 +65,8 @@ class AwmApp(App):
 
     def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
                  runs_root: Path | str = "outputs", replay: Path | str | None = None,
-                 evaluation: Path | str | None = None, tau2_data=None, report: list[Path | str] | None = None):
+                 evaluation: Path | str | None = None, tau2_data=None, report: list[Path | str] | None = None,
+                 gen: Path | str | None = None):
         super().__init__()
         self.data_dirs = data_dirs
         self.tau2_data = tau2_data  # a bench.tau2.data.Tau2Data: τ²-bench's domains in the catalog (screens/tau2.py)
@@ -70,6 +74,7 @@ class AwmApp(App):
         self.runs_root = Path(runs_root)
         self.replay_dir = replay
         self.evaluation_dir = evaluation
+        self.gen_dir = gen  # awm-tui --gen DIR: open the generation run view on it
         self.report_runs = report  # awm-tui --report RUN_DIR…: open the table across benchmarks on them
         self._pool = None
         self.catalog: Catalog | None = None
@@ -92,6 +97,8 @@ class AwmApp(App):
             self.call_later(self.open_evaluations, self.evaluation_dir)
         elif self.report_runs:
             self.call_later(self.open_report, self.report_runs)
+        elif self.gen_dir:
+            self.call_later(self.open_gen, self.gen_dir)
 
     async def get_pool(self):
         """Environment worker processes (started on first use): environment code never runs in the TUI."""
@@ -123,6 +130,19 @@ class AwmApp(App):
 
         root = Path(selected).parent if selected else self.runs_root / "eval"
         self.push_screen(EvalScreen(root, Path(selected) if selected else None))
+
+    def gen_runs(self) -> list[Path]:
+        """Generation runs for the palette: the --data directories that are one, then those under --runs."""
+        from .screens.gen import find_gen_runs, is_gen_run
+
+        found = [Path(d) for d in self.data_dirs or [] if is_gen_run(d)] + find_gen_runs(self.runs_root)
+        return list(dict.fromkeys(found))
+
+    def open_gen(self, out: Path | str) -> None:
+        """The generation run view (``awm gen status DIR``'s twin); it waits for a run that has not started."""
+        from .screens.gen import GenRunScreen
+
+        self.push_screen(GenRunScreen(Path(out)))
 
     def open_report(self, run_dirs: list[Path | str] | None = None) -> None:
         """The table across benchmarks (``awm bench report``) over ``run_dirs``, by default the runs the
@@ -184,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--airline-db", metavar="FILE", help="τ²-bench's airline db.json, when DIR has none")
     parser.add_argument("--report", nargs="+", metavar="RUN_DIR",
                         help="open the table across benchmarks on these runs (as awm bench report RUN_DIR…)")
+    parser.add_argument("--gen", metavar="DIR",
+                        help="open the generation run view on this awm gen --out directory (as awm gen status DIR)")
     args = parser.parse_args(argv)
     tau2 = None
     if args.tau2_data:
@@ -191,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
         tau2 = Tau2Data(Path(args.tau2_data).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
     AwmApp(args.data, runs_root=args.runs, replay=args.replay, evaluation=args.eval, tau2_data=tau2,
-           report=args.report).run()
+           report=args.report, gen=args.gen).run()
     return 0
 
 

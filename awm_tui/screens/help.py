@@ -16,7 +16,8 @@ def keys_table(keymap: dict[str, str]) -> RichTable:
     for col in ("where", "keys", "action", "id"):
         table.add_column(col)
     for a in ACTIONS:
-        table.add_row(SCOPE_TITLES.get(a.scope, a.scope), key_label(keymap.get(a.id, a.keys)), a.description, a.id)
+        action = a.description + (f" (CLI twin: {a.cli})" if a.cli else "")
+        table.add_row(SCOPE_TITLES.get(a.scope, a.scope), key_label(keymap.get(a.id, a.keys)), action, a.id)
     return table
 
 
