@@ -133,7 +133,7 @@ class AwmApp(App):
 
     def gen_runs(self) -> list[Path]:
         """Generation runs for the palette: the --data directories that are one, then those under --runs."""
-        from .screens.gen import find_gen_runs, is_gen_run
+        from awm_engine.gen.store import find_gen_runs, is_gen_run
 
         found = [Path(d) for d in self.data_dirs or [] if is_gen_run(d)] + find_gen_runs(self.runs_root)
         return list(dict.fromkeys(found))

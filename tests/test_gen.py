@@ -357,3 +357,30 @@ def test_fake_llm_refuses_a_busy_port(tmp_path, capsys):
         assert awm(["fake-llm", "--script", str(script_file), "--port", str(port)]) == 3
     err = capsys.readouterr().err
     assert "already in use" in err and "http://" not in err
+
+
+def test_status_reads_odd_records_field_by_field(tmp_path, capsys):
+    """`awm gen status` on records with odd fields (text where numbers belong, a dict for the errors, lines that
+    are not objects): each odd field is left out, never a traceback."""
+    out = tmp_path / "gen"
+    (out / ".awm-gen").mkdir(parents=True)
+    (out / ".awm-gen" / "config.json").write_text(json.dumps({"model": ["odd"], "price_in": "free"}))
+    (out / "gen_scenario.jsonl").write_text(json.dumps(SCENARIO) + "\n" + json.dumps({"name": 5}) + "\n[1]\n")
+    name = SCENARIO["name"]
+    events = [{"kind": "attempt", "scenario": name, "stage": "db", "attempt": "one", "ok": "yes",
+               "prompt_tokens": "many", "errors": {"a": 1}, "seconds": "slow", "task": True},
+              {"kind": "stage", "scenario": name, "stage": "db", "status": {"x": 1}, "last_error": ["a", "b"]},
+              {"kind": "problems", "scenario": name, "counts": {"error": "2"}, "summary": None},
+              {"kind": "summary", "scenario": name, "stage": "nonsense", "prompt_tokens": -5},
+              {"kind": 7}]
+    (out / ".awm-gen" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
+    status = load_status(out)
+    cell = status.scenarios[0].cells["db"]
+    assert cell.attempts == 1 and cell.state == "failed" and cell.history[0].ok is False
+    assert cell.history[0].prompt_tokens == 0 and cell.history[0].task is None
+    assert cell.history[0].errors == ["{'a': 1}"] and cell.last_error == "['a', 'b']"
+    assert status.scenarios[0].problems == {"error": 2} and status.skipped_records == 2
+    assert status.cost(status.scenarios[0].usage) is None
+    assert awm(["gen", "status", str(out)]) == 0
+    assert awm(["gen", "status", str(out), "--json"]) == 0
+    assert "Traceback" not in capsys.readouterr().err

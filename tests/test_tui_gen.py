@@ -225,9 +225,9 @@ async def test_malformed_and_missing_records_show_an_error_line(tmp_path, monkey
         with open(tmp_path / "gen" / ".awm-gen" / "events.jsonl", "a") as fh:
             fh.write('{"kind": "attempt", "stage": "db", "scenario": "Harbor Ferry Tickets", "prompt_tokens": "many"}\n')
             fh.write("not json at all\n[1, 2]\n")
-        await wait_until(pilot, lambda: error.display, what="the error line")
-        assert "cannot read the run's records" in text_of(error)
-        assert len(screen.keys) == 3  # what was read before stays on screen
+        # the engine reads each field on its own: the odd attempt counts (with 0 tokens), the odd lines are left out
+        await wait_until(pilot, lambda: table_rows(screen)[FERRY]["db"] == "failed ×4", what="the odd attempt")
+        assert not error.display and len(screen.keys) == 3
     # a run whose records are all odd: nothing crashes, each field that cannot be read is left out
     odd = write_run(tmp_path / "odd", [LIBRARY, "", "Harbor Ferry Tickets"], [
         {"kind": "attempt", "scenario": LIBRARY, "stage": "db", "attempt": "one", "errors": "a plain string",

@@ -1,10 +1,11 @@
-"""A generation run as a table: scenarios × stages with state, attempts and the last error, plus tokens and cost
-per stage — what ``awm gen status`` prints and the TUI's generation view shows (read from the run's files, so
-it works while the run is going and after it was killed)."""
+"""A generation run as a table: scenarios × stages with state, attempts (each with its errors, whole) and the
+last error, plus tokens and cost per stage — what ``awm gen status`` prints and the TUI's generation view shows.
+It is read from the run's files, so it works while the run is going and after it was killed; every field of every
+record is read on its own (a malformed one is left out, never an exception)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,51 @@ from awm_engine.data.names import normalize_scenario_name
 from awm_engine.gen.records import SCENARIO_STAGES, Usage
 from awm_engine.gen.store import GenStore
 
+ERROR_LIMIT = 20_000  # characters of one error kept for display
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _errors(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(e)[:ERROR_LIMIT] for e in value]
+    return [str(value)[:ERROR_LIMIT]]
+
+
+@dataclass
+class AttemptView:
+    """One attempt of a stage (``stage`` as recorded: ``verifier-code`` etc.; ``task`` for verifier attempts)."""
+
+    stage: str
+    number: int
+    ok: bool
+    errors: list[str]
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float | None
+    task: int | None
+
 
 @dataclass
 class Cell:
     state: str = "pending"  # pending | running | done | kept | failed
     attempts: int = 0
     last_error: str | None = None
+    history: list[AttemptView] = field(default_factory=list)
 
 
 @dataclass
@@ -34,6 +74,13 @@ class ScenarioStatus:
     def finished(self) -> bool:
         return all(c.state in ("done", "kept") for c in self.cells.values())
 
+    def missing(self) -> str | None:
+        """Why the scenario cannot be opened yet (its first unfinished stage), or None."""
+        for stage, cell in self.cells.items():
+            if cell.state not in ("done", "kept"):
+                return f"its {stage} stage is {cell.state}"
+        return None
+
 
 @dataclass
 class GenStatus:
@@ -42,9 +89,13 @@ class GenStatus:
     scenarios: list[ScenarioStatus]
     stage_usage: dict[str, Usage]
     scenario_batches: int = 0
+    skipped_records: int = 0  # event lines that were not objects or named no stage
 
     def cost(self, usage: Usage) -> float | None:
-        return usage.cost(self.config.get("price_in"), self.config.get("price_out"))
+        try:
+            return usage.cost(_float(self.config.get("price_in")), _float(self.config.get("price_out")))
+        except (TypeError, ValueError):
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         def usage(u: Usage) -> dict[str, Any]:
@@ -52,10 +103,13 @@ class GenStatus:
                     "requests": u.requests, "cost_usd": self.cost(u)}
         return {"out": self.out, "config": self.config,
                 "scenarios": [{"scenario": s.key, "name": s.name, "finished": s.finished,
-                               "stages": {k: vars(c) for k, c in s.cells.items()}, "usage": usage(s.usage),
-                               "problems": s.problems, "problems_summary": s.problems_summary, "error": s.error}
+                               "stages": {k: {"state": c.state, "attempts": c.attempts, "last_error": c.last_error,
+                                              "history": [asdict(a) for a in c.history]}
+                                          for k, c in s.cells.items()},
+                               "usage": usage(s.usage), "problems": s.problems,
+                               "problems_summary": s.problems_summary, "error": s.error}
                               for s in self.scenarios],
-                "stages": {k: usage(u) for k, u in self.stage_usage.items()}}
+                "stages": {k: usage(u) for k, u in self.stage_usage.items()}, "skipped_records": self.skipped_records}
 
 
 def _stage_of(name: str) -> str:
@@ -79,48 +133,55 @@ def load_status(out: Path | str) -> GenStatus:
             key = normalize_scenario_name(name)
             by_key.setdefault(key, ScenarioStatus(key, name))
     stage_usage: dict[str, Usage] = {s: Usage() for s in ("scenario", *SCENARIO_STAGES)}
-    batches = 0
+    batches = skipped = 0
     for event in store.events():
-        stage = _stage_of(event.get("stage", ""))
+        raw_stage = str(event.get("stage", ""))
+        stage = _stage_of(raw_stage)
         kind = event.get("kind")
-        key = normalize_scenario_name(str(event.get("scenario", "")))
-        status = by_key.get(key)
-        if kind == "summary":  # the model's summary of errors before a retry: counted with its stage
-            used = Usage(int(event.get("prompt_tokens") or 0), int(event.get("completion_tokens") or 0), 1)
+        status = by_key.get(normalize_scenario_name(str(event.get("scenario", ""))))
+        if kind in ("summary", "attempt"):
+            used = Usage(_int(event.get("prompt_tokens")), _int(event.get("completion_tokens")), 1)
             if stage in stage_usage:
                 stage_usage[stage].add(used)
-            if status is not None:
-                status.usage.add(used)
-        elif kind == "attempt":
-            used = Usage(int(event.get("prompt_tokens") or 0), int(event.get("completion_tokens") or 0), 1)
-            if stage in stage_usage:
-                stage_usage[stage].add(used)
-            if stage == "scenario":
+            else:
+                skipped += 1
+            if kind == "attempt" and stage == "scenario":
                 batches += 1
                 continue
             if status is None or stage not in status.cells:
                 continue
             status.usage.add(used)
+            if kind == "summary":  # the model's summary of errors before a retry: counted, not an attempt
+                continue
             cell = status.cells[stage]
+            errors = _errors(event.get("errors"))
+            task = event.get("task")
+            cell.history.append(AttemptView(raw_stage, _int(event.get("attempt")), event.get("ok") is True, errors,
+                                            used.prompt_tokens, used.completion_tokens, _float(event.get("seconds")),
+                                            task if isinstance(task, int) and not isinstance(task, bool) else None))
             cell.attempts += 1
             if cell.state == "pending":
                 cell.state = "running"
-            if event.get("errors"):
-                cell.last_error = str(event["errors"][-1])[:500]
+            if errors:
+                cell.last_error = errors[-1]
         elif kind == "stage" and status is not None and stage in status.cells:
-            if event.get("stage") == "verifier" or stage != "verifier":
-                status.cells[stage].state = str(event.get("status"))
+            if raw_stage == "verifier" or stage != "verifier":  # per-task verifier records do not end the stage
+                state = str(event.get("status"))
+                status.cells[stage].state = state if state in ("done", "kept", "failed") else "failed"
                 if event.get("last_error"):
-                    status.cells[stage].last_error = str(event["last_error"])[:500]
+                    status.cells[stage].last_error = str(event["last_error"])[:ERROR_LIMIT]
         elif kind == "problems" and status is not None:
-            status.problems = event.get("counts") if isinstance(event.get("counts"), dict) else None
+            counts = event.get("counts")
+            status.problems = {str(k): _int(v) for k, v in counts.items()} if isinstance(counts, dict) else None
             status.problems_summary = str(event.get("summary") or "")
         elif kind == "internal_error" and status is not None:
-            status.error = str(event.get("error"))[:500]
+            status.error = str(event.get("error"))[:ERROR_LIMIT]
+        elif kind not in ("stage", "problems", "internal_error"):
+            skipped += 1
     # rows on disk are the truth about what finished (events may be missing after a kill)
-    for stage, kind in (("task", "task"), ("db", "db"), ("sample", "sample"), ("spec", "spec"), ("env", "env")):
-        for row in store.rows(kind):
+    for stage in ("task", "db", "sample", "spec", "env"):
+        for row in store.rows(stage):
             status = by_key.get(normalize_scenario_name(str(row.get("scenario", ""))))
             if status is not None and status.cells[stage].state in ("pending", "running"):
                 status.cells[stage].state = "done"
-    return GenStatus(str(store.out), config, list(by_key.values()), stage_usage, batches)
+    return GenStatus(str(store.out), config, list(by_key.values()), stage_usage, batches, skipped)

@@ -29,7 +29,7 @@ class GenStoreError(Exception):
 class GenStore:
     def __init__(self, out: Path | str):
         self.out = Path(out)
-        self.meta = self.out / ".awm-gen"
+        self.meta = self.out / META
         self._lock = threading.Lock()
 
     # -- set-up ---------------------------------------------------------------------------------------------
@@ -128,3 +128,40 @@ def mend(path: Path) -> None:
         path.write_bytes(data + b"\n")
     except ValueError:
         path.write_bytes(data[:cut])
+
+
+META = ".awm-gen"
+
+
+def is_gen_run(path: Path | str) -> bool:
+    """Whether ``path`` is a generation run's output directory."""
+    return (Path(path) / META / "config.json").is_file()
+
+
+def find_gen_runs(root: Path | str) -> list[Path]:
+    """Generation runs (``awm gen … --out DIR``) directly under ``root`` or one level down, newest first."""
+    root = Path(root)
+    found = {p.parent.parent for pattern in (f"*/{META}/config.json", f"*/*/{META}/config.json")
+             for p in root.glob(pattern)}
+
+    def changed(run: Path) -> float:
+        try:
+            return (run / META / "events.jsonl").stat().st_mtime
+        except OSError:
+            return 0.0
+    return sorted(found, key=lambda run: (-changed(run), str(run)))
+
+
+def run_signature(out: Path | str) -> tuple:
+    """What changes when a run writes anything its status shows: each file's mtime and size (or None) — so a
+    viewer re-reads only when this changed."""
+    out = Path(out)
+    paths = [out / META / "config.json", out / META / "events.jsonl", *(out / name for name in STAGE_FILES.values())]
+    signature: list[Any] = []
+    for path in paths:
+        try:
+            stat = path.stat()
+            signature.append((stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            signature.append(None)
+    return (out.is_dir(), *signature)

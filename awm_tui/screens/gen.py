@@ -4,7 +4,6 @@ errors (whole) and token use below; tokens and cost per stage at the bottom. It 
 files are read again only when one of them changed) and opens a finished scenario in the environment screen."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,105 +17,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from awm_engine.data.catalog import Catalog
-from awm_engine.data.names import normalize_scenario_name
 from awm_engine.gen.records import SCENARIO_STAGES, Usage
 from awm_engine.gen.status import GenStatus, ScenarioStatus, load_status
-from awm_engine.gen.store import STAGE_FILES, GenStore
+from awm_engine.gen.store import run_signature
 
 from ..actions import bindings
 from .environment import EnvironmentScreen, _shown_path
 
 STATE_STYLES = {"done": "green", "kept": "yellow", "failed": "bold red", "running": "cyan", "pending": "dim"}
 COLUMNS = ("scenario", *SCENARIO_STAGES, "tokens", "problems")
-META = ".awm-gen"
-
-
-def is_gen_run(path: Path | str) -> bool:
-    return (Path(path) / META / "config.json").is_file()
-
-
-def find_gen_runs(root: Path | str) -> list[Path]:
-    """Generation runs (``awm gen … --out DIR``) directly under ``root`` or one level down, newest first."""
-    root = Path(root)
-    found = {p.parent.parent for pattern in (f"*/{META}/config.json", f"*/*/{META}/config.json")
-             for p in root.glob(pattern)}
-
-    def changed(run: Path) -> float:
-        try:
-            return (run / META / "events.jsonl").stat().st_mtime
-        except OSError:
-            return 0.0
-    return sorted(found, key=lambda run: (-changed(run), str(run)))
-
-
-def run_signature(out: Path) -> tuple:
-    """What changes when a run writes anything the view shows: each file's mtime and size (or None)."""
-    paths = [out / META / "config.json", out / META / "events.jsonl", *(out / name for name in STAGE_FILES.values())]
-    signature = []
-    for path in paths:
-        try:
-            stat = path.stat()
-            signature.append((stat.st_mtime_ns, stat.st_size))
-        except OSError:
-            signature.append(None)
-    return (out.is_dir(), *signature)
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-@dataclass
-class AttemptRow:
-    """One attempt of a stage as the detail pane lists it (read field by field: a bad field is left out)."""
-
-    stage: str
-    number: int
-    ok: bool
-    errors: list[str]
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float | None
-    task: int | None
-
-
-@dataclass
-class ScenarioDetail:
-    attempts: dict[str, list[AttemptRow]] = field(default_factory=lambda: {s: [] for s in SCENARIO_STAGES})
-    last_errors: dict[str, str] = field(default_factory=dict)  # the whole text (the status keeps 500 characters)
-
-
-def scenario_details(events: list[dict[str, Any]]) -> dict[str, ScenarioDetail]:
-    details: dict[str, ScenarioDetail] = {}
-    for event in events:
-        kind, raw_stage = event.get("kind"), str(event.get("stage", ""))
-        stage = "verifier" if raw_stage.startswith("verifier") else raw_stage
-        if kind not in ("attempt", "stage") or stage not in SCENARIO_STAGES:
-            continue
-        detail = details.setdefault(normalize_scenario_name(str(event.get("scenario", ""))), ScenarioDetail())
-        if kind == "attempt":
-            errors = event.get("errors")
-            errors = [str(e) for e in errors] if isinstance(errors, list) else [] if errors is None else [str(errors)]
-            task = event.get("task")
-            detail.attempts[stage].append(AttemptRow(
-                raw_stage, _int(event.get("attempt")), bool(event.get("ok")), errors, _int(event.get("prompt_tokens")),
-                _int(event.get("completion_tokens")), _float(event.get("seconds")),
-                task if isinstance(task, int) else None))
-            if errors:
-                detail.last_errors[stage] = errors[-1]
-        elif event.get("last_error") and (raw_stage == "verifier" or stage != "verifier"):
-            detail.last_errors[stage] = str(event["last_error"])
-    return details
 
 
 class GenRunView:
@@ -126,7 +35,6 @@ class GenRunView:
         self.out = out
         self.signature: tuple | None = None
         self.status: GenStatus | None = None
-        self.details: dict[str, ScenarioDetail] = {}
         self.error: str | None = None
 
     def refresh(self) -> bool:
@@ -136,15 +44,14 @@ class GenRunView:
         self.signature = signature
         try:
             status = load_status(self.out)
-            details = scenario_details(GenStore(self.out).events())
         except FileNotFoundError:
             self.error = f"no generation run at {_shown_path(self.out)} yet (awm gen all … --out DIR writes one)"
-            self.status, self.details = None, {}
+            self.status = None
             return True
         except Exception as exc:  # noqa: BLE001 - a malformed record: said (and read again once the files change)
             self.error = f"cannot read the run's records: {type(exc).__name__}: {exc}"
             return True
-        self.status, self.details, self.error = status, details, None
+        self.status, self.error = status, None
         return True
 
     def cost(self, usage: Usage) -> float | None:
@@ -167,13 +74,9 @@ def problems_cell(s: ScenarioStatus) -> Text:
 
 
 def missing_stage(s: ScenarioStatus) -> str | None:
-    """Why a scenario cannot be opened yet: its first stage that is not done or kept, and that stage's state."""
-    for stage in SCENARIO_STAGES:
-        cell = s.cells[stage]
-        if cell.state not in ("done", "kept"):
-            return f"its {stage} stage is {cell.state}" + (" (awm gen all --resume retries it)"
-                                                           if cell.state == "failed" else "")
-    return None
+    """Why a scenario cannot be opened yet (the engine's answer), with how to go on when a stage failed."""
+    why = s.missing()
+    return None if why is None else why + (" (awm gen all --resume retries it)" if why.endswith("failed") else "")
 
 
 def tokens(usage: Usage) -> str:
@@ -333,9 +236,9 @@ class GenRunScreen(Screen):
         if s is None:
             body.update(Text("no scenarios yet" if self.view.status is not None else "", style="dim"))
             return
-        body.update(self.detail(s, self.view.details.get(s.key, ScenarioDetail())))
+        body.update(self.detail(s))
 
-    def detail(self, s: ScenarioStatus, detail: ScenarioDetail) -> Group:
+    def detail(self, s: ScenarioStatus) -> Group:
         """The scenario's stages, each with its attempts (tokens, seconds, every error whole, indented under it)
         and the last error of a stage that failed or kept a failing attempt."""
         parts: list[Any] = []
@@ -353,7 +256,7 @@ class GenRunScreen(Screen):
             text.append(f"\ninternal error: {s.error}", "bold red")
         for stage in SCENARIO_STAGES:
             cell = s.cells[stage]
-            attempts = detail.attempts.get(stage, [])
+            attempts = cell.history
             text = Text.assemble("\n", (stage, "bold"))
             parts.append(text)
             text.append(f"  {cell.state}", STATE_STYLES.get(cell.state, ""))
@@ -369,7 +272,7 @@ class GenRunScreen(Screen):
                     line.append(f"  {a.seconds:.1f} s", "dim")
                 parts.append(line)
                 parts.extend(Padding(Text(error), (0, 0, 0, 6)) for error in a.errors)
-            last = detail.last_errors.get(stage) or cell.last_error
+            last = cell.last_error
             if last and cell.state in ("failed", "kept"):
                 parts.append(Text("  last error:", "bold red" if cell.state == "failed" else "bold yellow"))
                 parts.append(Padding(Text(last), (0, 0, 0, 4)))
