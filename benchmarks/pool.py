@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from awm_engine.data.catalog import Catalog  # noqa: E402
 from awm_engine.data.paths import sample_envs_dir  # noqa: E402
 from awm_engine.db.diff import diff_databases  # noqa: E402
+from awm_engine.db.templates import TemplateCache  # noqa: E402
 from awm_engine.runtime.mcp_client import McpEpisode  # noqa: E402
 from awm_engine.runtime.pool import EnvPool  # noqa: E402
 from awm_engine.sandbox import host  # noqa: E402
@@ -112,7 +114,9 @@ async def run_pool(scenarios, episodes: int, workers: int, calls: int, executor:
 
         pool_cm = RayEnvPool([str(d) for d in {s.data_dir for s in scenarios}], actors=workers)
     else:
-        pool_cm = EnvPool(workers=workers)
+        # templates of this run's own (built in the cold start): an older template in the user's cache could be
+        # due for its background refresh in the middle of the measurement
+        pool_cm = EnvPool(workers=workers, templates=TemplateCache(tempfile.mkdtemp(prefix="awm_bench_templates_")))
     async with pool_cm as pool:
         for s in scenarios:  # cold start: each scenario's module loaded on every worker (template built first)
             started = time.perf_counter()
@@ -134,10 +138,12 @@ async def run_pool(scenarios, episodes: int, workers: int, calls: int, executor:
         async def sample_rss():
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, rss_total_mb(os.getpid()))
+                # off the event loop: walking /proc takes milliseconds and would show up as open latency
+                peak = max(peak, await asyncio.to_thread(rss_total_mb, os.getpid()))
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_rss())
+
         assigned = [scenarios[i % len(scenarios)] for i in range(episodes)]
         # steady state without prefetch (modules loaded): 64 opens one at a time, then 64 at once
         warm = []
@@ -145,6 +151,7 @@ async def run_pool(scenarios, episodes: int, workers: int, calls: int, executor:
             t = time.perf_counter()
             warm.append(await pool.open_episode(s))
             stats["warm_open"].append(time.perf_counter() - t)
+
 
         async def burst_open(s):
             t = time.perf_counter()

@@ -43,6 +43,9 @@ async def test_scenario_modules_are_lru_bounded_per_worker(tmp_path):
         episode = await pool.open_episode(catalog.get("a"))  # loaded again on demand
         assert not (await episode.call_tool("list_notes", {})).is_error
         await episode.close()
+        # each load leaves the module's objects frozen, out of the collector's full passes (which paused opens
+        # and calls by 30-150 ms in a loaded worker); an unload thaws them so they can be collected
+        assert (await worker.request("ping"))["frozen"] > 1000
 
 
 async def test_prefetched_episodes_are_handed_out_at_once(tmp_path):

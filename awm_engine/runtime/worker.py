@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import socket
 import sys
@@ -45,13 +46,15 @@ class WorkerState:
         op = msg.get("op")
         loop = asyncio.get_running_loop()
         if op == "ping":
-            return {"pid": os.getpid(), "envs": len(self.envs), "episodes": len(self.episodes)}
+            return {"pid": os.getpid(), "envs": len(self.envs), "episodes": len(self.episodes),
+                    "frozen": gc.get_freeze_count()}
         if op == "load" and msg.get("hosted") is not None:  # an environment awm itself implements (hosted.py)
             key = msg["scenario"]
             async with self.load_locks.setdefault(key, asyncio.Lock()):
                 if key not in self.envs:
                     self.envs[key] = await loop.run_in_executor(
                         None, lambda: load_hosted(key, msg["hosted"], msg.get("workdir")))
+                    settle_heap()
             return {"tools": self.envs[key].mcp_tools(), "shared": True, "fit_reasons": [], "methods": {},
                     "template_built_at": None}
         if op == "load":
@@ -63,6 +66,7 @@ class WorkerState:
                     self._replace(key, await loop.run_in_executor(
                         None, lambda: LoadedEnv(key, msg["code"], msg["template"], msg["workdir"],
                                                 msg.get("mode", "auto"), msg.get("template_built_at"))))
+            settle_heap()
             env = self.envs[key]
             return {"tools": env.mcp_tools(), "shared": env.shared, "fit_reasons": env.fit.reasons,
                     "methods": {t.name: t.method for t in env.tools}, "template_built_at": env.template_built_at}
@@ -72,6 +76,7 @@ class WorkerState:
             if env is not None:
                 self.retired.append(env)
                 self._close_retired()
+                settle_heap(unfreeze=True)  # what the module held may be collected now
             return {"unloaded": env is not None}
         if op == "open" and not isinstance(self.envs.get(msg["scenario"]), LoadedEnv):  # hosted (hosted.py)
             env = self.envs[msg["scenario"]]
@@ -147,6 +152,17 @@ async def serve(sock: socket.socket) -> None:
         task.add_done_callback(tasks.discard)
     for episode in list(state.episodes.values()):
         episode.close_now()
+
+
+def settle_heap(unfreeze: bool = False) -> None:
+    """After a scenario module is loaded: collect once, then freeze what survives (the module, FastAPI, SQLAlchemy
+    and pydantic objects) so the garbage collector's full passes, which otherwise scan all of it every so often,
+    stop pausing tool calls and episode opens (measured: 30-150 ms pauses per full pass in a loaded worker).
+    ``unfreeze`` first (after an unload) lets the unloaded module's objects be collected."""
+    if unfreeze:
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> int:
