@@ -115,8 +115,7 @@ async def run_verifiers(ctx: GenContext, scenario: dict[str, Any]) -> None:
     failures: list[str] = []
     for mode in modes_of(ctx.config.verifier_mode):
         kind = VERIFIER_FILE[mode]
-        done = {r.get("task_idx") for r in ctx.store.rows(kind) if normalize_scenario_name(str(r.get("scenario", "")))
-                == key}
+        done = ctx.store.task_indices(kind, key)
         todo = [(i, t) for i, t in enumerate(tasks) if i not in done]
 
         async def one(index: int, text: str, mode: str = mode, kind: str = kind) -> None:
@@ -138,13 +137,18 @@ async def problems_of(ctx: GenContext, name: str) -> dict[str, Any] | None:
     from awm_engine.gen.stage_env import environment_pool
     from awm_engine.verify.doctor import diagnose
 
-    catalog = Catalog.load([ctx.store.out])
+    work = ctx.store.meta / "scratch" / f"doctor-{normalize_scenario_name(name)}"
     try:
-        scenario = catalog.get(name)
-    except KeyError:
-        return None
-    pool = await environment_pool(ctx)
-    diagnosis = await diagnose(scenario, pool, catalog)
+        ctx.store.export_scenario(name, work)
+        catalog = Catalog.load([work])
+        try:
+            scenario = catalog.get(name)
+        except KeyError:
+            return None
+        pool = await environment_pool(ctx)
+        diagnosis = await diagnose(scenario, pool, catalog)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     record = {"kind": "problems", "scenario": name, "counts": diagnosis.counts(), "summary": diagnosis.summary(),
               "problems": [p.to_dict() for p in diagnosis.problems][:100], "time": time.time()}
     ctx.report(record)

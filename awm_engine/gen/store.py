@@ -31,6 +31,7 @@ class GenStore:
         self.out = Path(out)
         self.meta = self.out / META
         self._lock = threading.Lock()
+        self._index: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def prepare(self, config: GenConfig, resume: bool) -> GenConfig:
@@ -54,6 +55,7 @@ class GenStore:
             path = self.meta / name if name == "events.jsonl" else self.out / name
             mend(path)
         config_path.write_text(json.dumps(config.to_dict(), indent=2))
+        self._index.clear()
         return config
 
     def has_rows(self) -> bool:
@@ -74,16 +76,41 @@ class GenStore:
                 found.append(row)
         return found
 
+    def _indexed(self, stage: str) -> dict[str, list[dict[str, Any]]]:
+        """The stage's rows by normalized scenario name (file order), read once and kept up to date by
+        ``append``: a run over a thousand scenarios must not re-read gen_envs.jsonl for each of them."""
+        if stage not in self._index:
+            field = "name" if stage == "scenario" else "scenario"
+            index: dict[str, list[dict[str, Any]]] = {}
+            for row in self.rows(stage):
+                index.setdefault(normalize_scenario_name(str(row.get(field, ""))), []).append(row)
+            self._index[stage] = index
+        return self._index[stage]
+
     def row(self, stage: str, scenario: str) -> dict[str, Any] | None:
+        """The scenario's first row of ``stage`` (first wins, as the reference's lookups), or None."""
+        found = self._indexed(stage).get(normalize_scenario_name(scenario))
+        return found[0] if found else None
+
+    def task_indices(self, stage: str, scenario: str) -> set[Any]:
+        """The ``task_idx`` values of the scenario's verifier rows in ``stage`` (verifier_sql / verifier_code)."""
+        return {r.get("task_idx") for r in self._indexed(stage).get(normalize_scenario_name(scenario), [])}
+
+    def export_scenario(self, scenario: str, dest: Path) -> None:
+        """The scenario's rows of every stage into ``dest`` as an AWM directory of its own (so checking one
+        scenario does not index the whole, growing output)."""
+        dest.mkdir(parents=True, exist_ok=True)
         key = normalize_scenario_name(scenario)
-        field = "name" if stage == "scenario" else "scenario"
-        for row in self.rows(stage):
-            if normalize_scenario_name(str(row.get(field, ""))) == key:
-                return row
-        return None
+        for stage, name in STAGE_FILES.items():
+            rows = self._indexed(stage).get(key)
+            if rows:
+                (dest / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
     def append(self, stage: str, row: dict[str, Any]) -> None:
         self._append(self.out / STAGE_FILES[stage], row)
+        if stage in self._index:
+            field = "name" if stage == "scenario" else "scenario"
+            self._index[stage].setdefault(normalize_scenario_name(str(row.get(field, ""))), []).append(row)
 
     def event(self, record: dict[str, Any]) -> None:
         self._append(self.meta / "events.jsonl", record)
