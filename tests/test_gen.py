@@ -384,3 +384,16 @@ def test_status_reads_odd_records_field_by_field(tmp_path, capsys):
     assert awm(["gen", "status", str(out)]) == 0
     assert awm(["gen", "status", str(out), "--json"]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_scenario_diversity_by_embeddings_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "gen"
+    with FakeLLMServer(script()) as llm:
+        assert awm(["gen", "scenario", "--seeds", str(_seeds(tmp_path)), "-n", "1", "--out", str(out), "--model",
+                    "g", "--base-url", llm.url, "--embedding-model", "emb-model"]) == 0
+        embedded = [r for r in llm.requests if r.get("model") == "emb-model"]
+    capsys.readouterr()
+    assert embedded  # the seeds and the candidates were embedded by the endpoint
+    rejections = [err for e in _events(out) if e["stage"] == "scenario" for err in e.get("errors", [])]
+    assert any("Good Reads Club" in r and "embedding similarity" in r for r in rejections)
+    assert [json.loads(r)["name"] for r in (out / "gen_scenario.jsonl").read_text().splitlines()] == [SCENARIO["name"]]

@@ -59,14 +59,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _scenario_args(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--seeds", required=required, metavar="FILE",
                         help="seed scenarios: JSONL rows {name, description} or one name per line")
-    parser.add_argument("-n", type=_positive, default=0, dest="new",
+    parser.add_argument("-n", type=_positive, default=0, dest="new", metavar="N",
                         help="how many new scenarios to generate from the seeds (default 0)")
     parser.add_argument("--include-seeds", action="store_true",
                         help="also build environments for the seed scenarios themselves (as the reference does)")
     parser.add_argument("--resume", action="store_true", help="continue a run in --out (nothing finished is redone)")
     parser.add_argument("--embedding-model", metavar="M",
                         help="diversity by embeddings (cosine > 0.85 rejects); default: a lexical fallback")
-    parser.add_argument("--embedding-base-url", metavar="URL", help="the embedding endpoint (default: --base-url)")
+    parser.add_argument("--embedding-base-url", metavar="URL",
+                        help="the embedding endpoint (default: --base-url; key: EMBEDDING_OPENAI_API_KEY, else the "
+                             "model's)")
     parser.add_argument("--similarity", type=float, metavar="X",
                         help="the diversity threshold (default 0.85 embeddings / 0.6 lexical)")
 

@@ -5,6 +5,7 @@ environment doctor) so the user sees at once which ones are clean."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import time
 import traceback
@@ -217,7 +218,7 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
         if "scenario" in stages and new_scenarios > 0:
             seed_keys = {normalize_scenario_name(s["name"]) for s in seeds or []}
             generated = [r for r in existing if normalize_scenario_name(str(r.get("name", ""))) not in seed_keys]
-            diversity = await _diversity(config, llm)
+            diversity = await _diversity(config, llm, api_key)
             summary.new_scenarios = await generate_scenarios(ctx, seeds or existing, new_scenarios, generated, start,
                                                              diversity)
             summary.wanted_new, summary.have_new = new_scenarios, len(generated) + summary.new_scenarios
@@ -237,11 +238,12 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
     return summary
 
 
-async def _diversity(config: GenConfig, llm: GenClient) -> DiversityFilter:
+async def _diversity(config: GenConfig, llm: GenClient, api_key: str | None) -> DiversityFilter:
     if not config.embedding_model:
         return DiversityFilter(threshold=config.similarity)
     if config.embedding_base_url and config.embedding_base_url != config.base_url:
-        client = GenClient(config.embedding_base_url, config.model)
+        key = os.environ.get("EMBEDDING_OPENAI_API_KEY") or api_key or "EMPTY"  # the reference's variable
+        client = GenClient(config.embedding_base_url, config.model, api_key=key)
 
         async def embed(texts):
             return await client.embed(texts, config.embedding_model)
