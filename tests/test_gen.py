@@ -397,3 +397,27 @@ def test_scenario_diversity_by_embeddings_through_the_cli(tmp_path, capsys):
     rejections = [err for e in _events(out) if e["stage"] == "scenario" for err in e.get("errors", [])]
     assert any("Good Reads Club" in r and "embedding similarity" in r for r in rejections)
     assert [json.loads(r)["name"] for r in (out / "gen_scenario.jsonl").read_text().splitlines()] == [SCENARIO["name"]]
+
+
+def test_seeds_unknown_scenarios_and_a_second_writer(tmp_path, capsys):
+    from awm_engine.eval.batch import lock_run_dir
+    from awm_engine.gen.stage_scenario import read_seeds
+
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(SEEDS[0]).encode() + b"\n\n# a comment\nPlain Name\n")
+    assert [s["name"] for s in read_seeds(bom)] == ["Goodreads", "Plain Name"]
+    out = tmp_path / "gen"
+    out.mkdir()
+    (out / "gen_scenario.jsonl").write_text(json.dumps(SCENARIO) + "\n")
+    assert awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", "http://127.0.0.1:9/v1",
+                "--scenario", "No Such Place"]) == 2
+    assert "no scenario no_such_place" in capsys.readouterr().err
+    config = out / ".awm-gen" / "config.json"
+    before = (config.read_text(), config.stat().st_mtime_ns)
+    handle = lock_run_dir(out)  # another awm process is writing there
+    try:
+        assert awm(["gen", "task", "--out", str(out), "--model", "other", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+        assert "being written by another awm process" in capsys.readouterr().err
+        assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing was touched
+    finally:
+        handle.close()

@@ -25,7 +25,7 @@ from awm_engine.gen.stage_scenario import generate_scenarios
 from awm_engine.gen.stage_spec import generate_spec
 from awm_engine.gen.stage_task import generate_tasks
 from awm_engine.gen.stage_verifier import database_dump, generate_verifier, modes_of
-from awm_engine.gen.store import GenStore
+from awm_engine.gen.store import STAGE_FILES, GenStore, GenStoreError
 
 VERIFIER_FILE = {"sql": "verifier_sql", "code": "verifier_code"}
 
@@ -161,11 +161,20 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
                          stages: tuple[str, ...] = ("scenario", *SCENARIO_STAGES), resume: bool = False,
                          api_key: str | None = None, on_event: Callable[[dict], None] | None = None,
                          only: list[str] | None = None, doctor: bool = True, summarize: bool = True) -> GenSummary:
-    from awm_engine.eval.batch import lock_run_dir
+    from awm_engine.eval.batch import RunLocked, lock_run_dir
 
     store = GenStore(out)
-    config = store.prepare(config, resume)
-    handle = lock_run_dir(store.out)
+    store.out.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = lock_run_dir(store.out)  # before anything in the directory is touched
+    except RunLocked:
+        raise GenStoreError(f"{store.out} is being written by another awm process (a generation or evaluation "
+                            "run); wait for it, or use another --out") from None
+    try:
+        config = store.prepare(config, resume)
+    except BaseException:
+        handle.close()
+        raise
     llm = GenClient(config.base_url, config.model, api_key=api_key or "EMPTY", temperature=config.temperature,
                     max_requests=config.max_requests)
     ctx = GenContext(config, llm, store, on_event, summarize)
@@ -212,6 +221,11 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
                     store.append("scenario", seed)
                     existing.append(seed)
                     keys.add(normalize_scenario_name(seed["name"]))
+        if wanted_only and "scenario" not in stages:
+            unknown = wanted_only - {normalize_scenario_name(str(r.get("name", ""))) for r in existing}
+            if unknown:
+                raise GenStoreError(f"no scenario {', '.join(sorted(unknown))} in {store.out / STAGE_FILES['scenario']}"
+                                    " (--scenario takes a name there, or its normalized key)")
         for row in existing:
             if isinstance(row.get("name"), str) and row["name"].strip():
                 start(row)

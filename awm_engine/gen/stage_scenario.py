@@ -27,7 +27,7 @@ def read_seeds(path: Path | str) -> list[dict[str, Any]]:
     import json
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first name
     except (OSError, UnicodeDecodeError) as exc:
         raise SeedError(f"cannot read seeds {path}: {exc}") from None
     seeds: list[dict[str, Any]] = []
