@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-from awm_engine.data.run_formats import CONFIG, METADATA
+from awm_engine.data.run_formats import CONFIG, METADATA, RunFormatError
 
 # benchmark -> (group title, its columns in the table's order)
 GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -50,10 +50,19 @@ def cell(value: float | None, n: int | None = None, proportion: bool = False) ->
 
 
 def _benchmark_of(run_dir: Path) -> str:
+    if not run_dir.is_dir():
+        raise ValueError("no config.json: " + ("no such directory" if not run_dir.exists() else "not a directory"))
     path = run_dir / CONFIG.file
     if not path.is_file():
         raise ValueError("no config.json: not a run directory")
-    data = CONFIG.read(path)
+    try:
+        data = CONFIG.read(path)
+    except RunFormatError:
+        raise
+    except ValueError as exc:  # half-written or not JSON (a newer format says so itself)
+        raise ValueError(f"config.json cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"config.json is a {type(data).__name__}, not an object")
     name = str(data.get("benchmark") or "awm").lower()
     return ALIASES.get(name, name)
 

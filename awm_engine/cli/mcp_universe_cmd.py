@@ -118,10 +118,12 @@ def _judge(args: argparse.Namespace):
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
+    problems: list[str] = []
     try:
-        loaded = tasks.load_benchmark(args.mcp_universe, args.domain)
+        loaded = tasks.load_benchmark(args.mcp_universe, args.domain, problems=problems)
     except tasks.TaskError as exc:
         raise CliError(str(exc)) from None
+    _print_problems(problems)
     if args.json:
         print_json([t.summary() for t in loaded])
         return 0
@@ -132,6 +134,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         stdout.print(f"{domain}: {n} tasks", highlight=False)
     stdout.print(f"total: {len(loaded)}", highlight=False)
     return 0
+
+
+def _print_problems(problems: list[str]) -> None:
+    """Tasks, suites or answers left out, one warning each (the rest goes on)."""
+    for problem in problems:
+        stderr.print(f"warning: {problem}", markup=False)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -168,15 +176,26 @@ def cmd_run(args: argparse.Namespace) -> int:
                             mode=args.mode, max_steps=args.max_steps, limit=args.limit, task_ids=args.task_ids,
                             concurrency=args.concurrency, simulation=args.simulation)
     out = Path(args.resume or args.out)
+    problems: list[str] = []
     try:
-        chosen = select(config)
+        chosen = select(config, problems)
     except tasks.TaskError as exc:
         raise CliError(str(exc)) from None
+    found = {t.id for t in chosen} | {t.path.stem for t in chosen}
+    problems += [f"--task {t}: no such task in the chosen domains" for t in config.task_ids or [] if t not in found]
+    _print_problems(problems)
+    if not chosen:
+        raise CliError("no tasks selected" + (f" ({len(problems)} problem(s) above)" if problems else ""))
     unknown = sorted({s for t in chosen for s in t.mcp_servers} - set(servers))
     if unknown:
         stderr.print(f"warning: no definition for server(s) {', '.join(unknown)}: their tasks will error",
                      markup=False)
     for name in sorted({s for t in chosen for s in t.mcp_servers} & set(servers)):
+        try:
+            servers[name].check_startable()
+        except ServerConfigError as exc:
+            stderr.print(f"warning: {exc}: its tasks will error", markup=False)
+            continue
         if servers[name].unset:
             stderr.print(f"warning: server {name} starts without {', '.join(servers[name].unset)} (unset)",
                          markup=False)
@@ -229,6 +248,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             rows, summary = score_answers(args.mcp_universe, answers, judge)
         except (OSError, ValueError) as exc:
             raise CliError(str(exc)) from None
+        _print_problems(summary.get("problems") or [])
         if fmt == "json":
             print_json({"tasks": rows, **summary})
         else:

@@ -211,10 +211,13 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
 
     if not resume and (out / "results.jsonl").exists():
         raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
+    skipped: dict[str, str] = {}
     try:
-        _, chosen = preflight(config)
+        _, chosen = preflight(config, skipped)
     except RunRefused as exc:
         raise CliError(str(exc)) from None
+    for why in skipped.values():
+        stderr.print(f"warning: not run: {why}", markup=False)
     nl = sum(1 for tasks in chosen.values() for t in tasks if "NL_ASSERTION" in t.basis)
     if nl and judge is None:
         stderr.print(f"[yellow]warning:[/yellow] {nl} selected tasks have NL_ASSERTION in their reward basis and no "

@@ -64,11 +64,13 @@ class ResultsIndex:
                     break  # a line still being written, or torn by a crash
                 try:
                     record = json.loads(raw)
-                    summary = {k: record.get(k) for k in SUMMARY_KEYS}
                 except ValueError:
-                    self.bad_lines += 1
+                    record = None
+                if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                    self.bad_lines += 1  # not JSON, or not a record (a list, null, no string id): skipped
                     offset += len(raw)
                     continue
+                summary = {k: record.get(k) for k in SUMMARY_KEYS}
                 RESULTS.check(record, self.path)
                 if summary["id"] not in self.entries:
                     self.order.append(summary["id"])

@@ -567,7 +567,7 @@ class Tau2RunView(RunView):
     def expected_total(self) -> int | None:
         if self.expected is None:
             try:
-                _, chosen = preflight(self.tau2)
+                _, chosen = preflight(self.tau2, {})  # domains that cannot run are not expected
                 self.expected = sum(len(tasks) for tasks in chosen.values()) * self.tau2.k
             except Exception:  # noqa: BLE001 - data moved away: progress shows counts only
                 self.expected = None

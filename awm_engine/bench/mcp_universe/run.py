@@ -34,7 +34,7 @@ from awm_engine.agent.rollout import AgentConfig, Rollout
 from awm_engine.bench.mcp_universe import evaluators, scores, tasks
 from awm_engine.bench.mcp_universe.episode import McpServersEpisode
 from awm_engine.bench.mcp_universe.servers import ServerDef
-from awm_engine.data.run_formats import CONFIG, METADATA
+from awm_engine.data.run_formats import CONFIG, METADATA, RunFormatError
 from awm_engine.eval.batch import Progress as EvalProgress
 from awm_engine.eval.batch import lock_run_dir
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, read_records
@@ -118,8 +118,11 @@ class McpuConfig:
     def load(cls, run_dir: Path | str) -> "McpuConfig":
         path = Path(run_dir) / CONFIG.file
         data = CONFIG.read(path)
-        if data.get("benchmark") != BENCHMARK:
+        if not isinstance(data, dict) or data.get("benchmark") != BENCHMARK:
             raise ValueError(f"{run_dir} is not an MCP-Universe run")
+        missing = [k for k in ("mcp_universe", "domains") if k not in data]
+        if missing:
+            raise ValueError(f"{path}: an MCP-Universe run's configuration without {', '.join(missing)}")
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     @property
@@ -159,8 +162,10 @@ def is_mcpu_run(run_dir: Path | str) -> bool:
         return False
 
 
-def select(config: McpuConfig) -> list[tasks.Task]:
-    chosen = tasks.load_benchmark(config.mcp_universe, config.domains)
+def select(config: McpuConfig, problems: list[str] | None = None) -> list[tasks.Task]:
+    """The run's tasks; given a ``problems`` list, tasks and suites that cannot be read are described there and
+    left out (else they raise ``TaskError``)."""
+    chosen = tasks.load_benchmark(config.mcp_universe, config.domains, problems=problems)
     if config.task_ids:
         wanted = set(config.task_ids)
         chosen = [t for t in chosen if t.id in wanted or t.path.stem in wanted]
@@ -240,7 +245,13 @@ def current_metadata(run_dir: Path | str) -> dict[str, Any]:
     run_dir = Path(run_dir)
     config = McpuConfig.load(run_dir)
     path = run_dir / METADATA.file
-    meta = METADATA.read(path) if path.is_file() else {}
+    try:
+        meta = METADATA.read(path) if path.is_file() else {}
+    except RunFormatError:
+        raise
+    except (OSError, ValueError):  # not JSON: everything below is recomputed from results.jsonl anyway
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
     records = read_records(run_dir / "results.jsonl")
     return {**meta, "benchmark": BENCHMARK, "model": config.model, "mode": config.mode,
             "simulation": config.simulation, "note": SIMULATION_NOTE if config.simulation else None,
@@ -315,9 +326,11 @@ async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, serv
                    on_progress: Callable[[Progress, dict | None], None] | None = None) -> dict[str, Any]:
     """Run (or resume) ``config`` into ``out``; returns the final metadata."""
     out = Path(out).resolve()
-    chosen = select(config)
+    problems: list[str] = []
+    chosen = select(config, problems)
     if not chosen:
-        raise ValueError("no tasks selected")
+        raise ValueError("no tasks selected" + (f" ({len(problems)} could not be read: {problems[0]})"
+                                                if problems else ""))
     out.mkdir(parents=True, exist_ok=True)
     lock = lock_run_dir(out)
     try:
@@ -330,7 +343,7 @@ async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, serv
         done = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
         todo = [t for t in chosen if t.id not in done]
         progress = Progress(total=len(chosen), skipped=len(chosen) - len(todo))
-        facts = {"sandbox": protections().to_dict(), "expected": len(chosen)}
+        facts = {"sandbox": protections().to_dict(), "expected": len(chosen), "task_problems": problems}
         write_metadata(out, config, {**facts, "running": True})
         writer = ResultsWriter(results)
         semaphore = asyncio.Semaphore(max(1, config.concurrency))
@@ -364,7 +377,7 @@ def rescore(run_dir: Path | str, judge: evaluators.Judge | None = None) -> dict[
     """Evaluate every stored final answer again (e.g. with a judge now), rewriting results and metadata."""
     run_dir = Path(run_dir).resolve()
     config = McpuConfig.load(run_dir)
-    index = tasks.task_index(config.mcp_universe)
+    index = tasks.task_index(config.mcp_universe, problems=[])  # a task that no longer loads keeps its verdict
     lock = lock_run_dir(run_dir)
     try:
         records = read_records(run_dir / "results.jsonl")
@@ -385,17 +398,26 @@ def rescore(run_dir: Path | str, judge: evaluators.Judge | None = None) -> dict[
 
 def score_answers(root: Path | str, answers: dict[str, str], judge: evaluators.Judge | None = None
                   ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Verdicts for ``{task id or file stem: final answer}`` (no run needed) and their success rates."""
-    index = tasks.task_index(root)
+    """Verdicts for ``{task id or file stem: final answer}`` (no run needed) and their success rates, with
+    ``problems``: answers for unknown tasks and task files that cannot be read (left out). An answer that is not
+    a string is read JSON-encoded, as a run's object answers are."""
+    if not isinstance(answers, dict):
+        raise tasks.TaskError(f"the answers are a {type(answers).__name__}, not an object "
+                              '{"<task id or file stem>": "<answer>"}')
+    problems: list[str] = []
+    index = tasks.task_index(root, problems=problems)
     by_stem = {t.path.stem: t for t in index.values()}
     rows = []
     for key, answer in answers.items():
         task = index.get(key) or by_stem.get(key)
         if task is None:
-            raise tasks.TaskError(f"unknown task {key!r}")
+            problems.append(f"answer for {key!r}: no such task; left out")
+            continue
+        if not isinstance(answer, str):
+            answer = json.dumps(answer, ensure_ascii=False)
         rows.append({**_base_record(task), "status": "ok", "final_answer": answer,
                      **verdict_fields(task, answer, judge)})
-    return rows, summarize(rows)
+    return rows, {**summarize(rows), "problems": problems}
 
 
 def make_judge(endpoint: Endpoint) -> evaluators.Judge:

@@ -39,6 +39,7 @@ class ServerDef:
     missing: list[str] = field(default_factory=list)  # unset variables of the command line or URL: cannot start
     unset: list[str] = field(default_factory=list)  # unset variables of env values or headers (those left out)
     cwd: str | None = None
+    problem: str | None = None  # why the definition itself is unusable (its tasks error saying so)
 
     def to_dict(self) -> dict[str, Any]:
         """For run metadata: env and header values are never written (they carry keys)."""
@@ -48,6 +49,8 @@ class ServerDef:
         return data
 
     def check_startable(self) -> None:
+        if self.problem:
+            raise ServerConfigError(f"server {self.name}: {self.problem}")
         if self.transport == "stdio" and not self.command:
             raise ServerConfigError(f"server {self.name}: no command")
         if self.transport == "http" and not self.url:
@@ -68,7 +71,27 @@ def fill(text: str, env: Mapping[str, str], missing: list[str]) -> str:
     return _VAR.sub(sub, str(text))
 
 
+def _shape_problem(entry: Any) -> str | None:
+    """Why a server entry cannot be read (None when its fields have the types a definition needs)."""
+    if not isinstance(entry, dict):
+        return f"not an object (a {type(entry).__name__})"
+    launch = entry["stdio"] if isinstance(entry.get("stdio"), dict) else entry
+    for where, key, kind in ((launch, "command", str), (launch, "args", list), (entry, "env", dict),
+                             (entry, "headers", dict), (entry, "url", str), (entry, "http_url", str),
+                             (entry, "cwd", str)):
+        value = where.get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"{key} is a {type(value).__name__}, not a{'n' if kind is dict else ''} " + \
+                {str: "string", list: "list", dict: "object"}[kind]
+    if str(entry.get("type") or entry.get("transport") or "").lower() == "sse":
+        return "SSE transport is not supported (use stdio or streamable HTTP)"
+    return None
+
+
 def _server(name: str, entry: dict[str, Any], env: Mapping[str, str]) -> ServerDef:
+    problem = _shape_problem(entry)
+    if problem is not None:
+        return ServerDef(name=name, transport="stdio", problem=problem)
     missing: list[str] = []
     if "stdio" in entry and isinstance(entry["stdio"], dict):  # server_list.json
         launch = entry["stdio"]
@@ -78,8 +101,6 @@ def _server(name: str, entry: dict[str, Any], env: Mapping[str, str]) -> ServerD
     kind = str(entry.get("type") or entry.get("transport") or "").lower()
     transport = "http" if (url and not launch.get("command")) or kind in ("http", "streamable-http",
                                                                             "streamable_http") else "stdio"
-    if kind == "sse":
-        raise ServerConfigError(f"server {name}: SSE transport is not supported (use stdio or streamable HTTP)")
     unset: list[str] = []
 
     def optional(values: dict[str, Any]) -> dict[str, str]:
@@ -112,12 +133,8 @@ def parse_servers(data: Any, env: Mapping[str, str] | None = None) -> dict[str, 
     entries = data.get("mcpServers", data) if isinstance(data.get("mcpServers", data), dict) else None
     if entries is None:
         raise ServerConfigError("mcpServers is not an object")
-    servers = {}
-    for name, entry in entries.items():
-        if not isinstance(entry, dict):
-            raise ServerConfigError(f"server {name}: not an object")
-        servers[name] = _server(name, entry, env)
-    return servers
+    # an unusable entry is kept with its problem: the tasks that need it error saying why, the others run
+    return {str(name): _server(str(name), entry, env) for name, entry in entries.items()}
 
 
 def load_servers(path: Path | str, env: Mapping[str, str] | None = None) -> dict[str, ServerDef]:

@@ -127,15 +127,20 @@ def read_suite(yaml_path: Path) -> Suite:
     agent_names = []
     for doc in docs:
         if doc.get("kind") == "benchmark":
-            spec = doc.get("spec") or {}
-            paths += [str(p) for p in spec.get("tasks") or []]
+            spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+            entries = spec.get("tasks") or []
+            if not isinstance(entries, list):
+                raise TaskError(f"suite {yaml_path}: its tasks are a {type(entries).__name__}, not a list")
+            paths += [str(p) for p in entries]
             agent_names.append(spec.get("agent"))
     suite = Suite(paths)
     for doc in docs:
-        spec = doc.get("spec") or {}
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
         if doc.get("kind") == "agent" and (spec.get("name") in agent_names or not suite.servers):
-            config = spec.get("config") or {}
-            suite.servers = [s["name"] if isinstance(s, dict) else str(s) for s in config.get("servers") or []]
+            config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+            listed = config.get("servers") if isinstance(config.get("servers"), list) else []
+            suite.servers = [s["name"] if isinstance(s, dict) else str(s) for s in listed
+                             if not isinstance(s, dict) or isinstance(s.get("name"), str)]
             suite.instruction = str(config.get("instruction") or "")
     return suite
 
@@ -167,27 +172,48 @@ def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None, defa
     if not isinstance(data, dict) or not isinstance(data.get("question"), str):
         raise TaskError(f"{path}: not an MCP-Universe task (no question)")
     folder = path.parent.name
-    servers = [s["name"] if isinstance(s, dict) else str(s) for s in data.get("mcp_servers") or []]
+    for key in ("mcp_servers", "evaluators", "cleanups"):
+        if data.get(key) is not None and not isinstance(data[key], list):
+            raise TaskError(f"{path}: {key} is a {type(data[key]).__name__}, not a list")
+    servers = []
+    for i, s in enumerate(data.get("mcp_servers") or []):
+        name = s.get("name") if isinstance(s, dict) else s
+        if not isinstance(name, str) or not name:
+            raise TaskError(f"{path}: server {i} has no name")
+        servers.append(name)
     servers = servers or list(default_servers or [])  # v1.0.0 financial and 3D tasks name none: the agent's
     evaluators = []
     for i, e in enumerate(data.get("evaluators") or []):
         if not isinstance(e, dict) or not isinstance(e.get("func"), str):
             raise TaskError(f"{path}: evaluator {i} has no func")
+        if e.get("op") is not None and not isinstance(e.get("op"), str):
+            raise TaskError(f"{path}: evaluator {i}: op is a {type(e['op']).__name__}, not a name")
         evaluators.append({"func": e["func"], "op": e.get("op") or "", "value": render_value(e.get("value"), env),
                            "op_args": render_value(e.get("op_args"), env), "desc": e.get("desc") or ""})
     return Task(id=f"{folder}/{path.stem}", path=path, folder=folder, suite=suite,
                 question=render(data["question"], env), output_format=data.get("output_format"),
                 mcp_servers=servers, evaluators=evaluators, cleanups=list(data.get("cleanups") or []),
-                category=data.get("category") or "general", instruction=instruction)
+                category=str(data.get("category") or "general"), instruction=instruction)
 
 
-def load_suite(root: Path | str, suite: str, env: Mapping[str, str] | None = None) -> list[Task]:
+def load_suite(root: Path | str, suite: str, env: Mapping[str, str] | None = None,
+               problems: list[str] | None = None) -> list[Task]:
+    """The suite's tasks. A suite entry or task file that cannot be read raises ``TaskError``, or, given a
+    ``problems`` list, is described there and left out (the other tasks load)."""
     base = configs_dir(root)
     yaml_path = base / f"{suite}.yaml"
     if not yaml_path.is_file():
         raise TaskError(f"no suite {suite!r} in {base} (suites: {', '.join(available_suites(base))})")
     spec = read_suite(yaml_path)
-    return [load_task(resolve_task_path(base, p), suite, env, spec.servers, spec.instruction) for p in spec.tasks]
+    loaded = []
+    for entry in spec.tasks:
+        try:
+            loaded.append(load_task(resolve_task_path(base, entry), suite, env, spec.servers, spec.instruction))
+        except TaskError as exc:
+            if problems is None:
+                raise
+            problems.append(f"{suite}: {exc}; left out")
+    return loaded
 
 
 def available_suites(base: Path) -> list[str]:
@@ -209,22 +235,29 @@ def suite_for_domain(name: str) -> str:
 
 
 def load_benchmark(root: Path | str, domains: list[str] | None = None,
-                   env: Mapping[str, str] | None = None) -> list[Task]:
+                   env: Mapping[str, str] | None = None, problems: list[str] | None = None) -> list[Task]:
     """The tasks of the given domains (default: the six paper domains), each task once: a task listed by a
-    domain suite and by ``multi_server.yaml`` keeps its domain suite (spec §1.1)."""
+    domain suite and by ``multi_server.yaml`` keeps its domain suite (spec §1.1). Given a ``problems`` list, a
+    suite, suite entry or task file that cannot be read is described there and left out instead of raising."""
     suites = [suite_for_domain(d) for d in domains] if domains else list(DOMAINS)
     tasks: dict[str, Task] = {}
     base = configs_dir(root)
     ordered = [s for s in suites if s != MULTI_FOLDER] + [s for s in suites if s == MULTI_FOLDER]
     for suite in ordered:
-        if not (base / f"{suite}.yaml").is_file():
-            raise TaskError(f"no suite {suite!r} in {base}")
-        for task in load_suite(base, suite, env):
-            tasks.setdefault(task.id, task)
+        try:
+            if not (base / f"{suite}.yaml").is_file():
+                raise TaskError(f"no suite {suite!r} in {base}")
+            for task in load_suite(base, suite, env, problems):
+                tasks.setdefault(task.id, task)
+        except TaskError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
     return list(tasks.values())
 
 
-def task_index(root: Path | str, env: Mapping[str, str] | None = None) -> dict[str, Task]:
+def task_index(root: Path | str, env: Mapping[str, str] | None = None,
+               problems: list[str] | None = None) -> dict[str, Task]:
     """Every task of the paper domains and the multi-server suite, by id (domain suites first)."""
     return {t.id: t for t in load_benchmark(root, [s for s in SUITES if (configs_dir(root) / f"{s}.yaml").is_file()],
-                                             env)}
+                                             env, problems)}

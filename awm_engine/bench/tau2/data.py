@@ -119,6 +119,7 @@ class DomainData:
         self.airline_db = Path(airline_db) if airline_db else None
         self.issues: list[LoadIssue] = []
         self._tasks: dict[str, Task] | None = None
+        self._rejected: set[str] = set()  # ids of tasks in the files left out for not fitting the schema
         self._splits: dict[str, list[str]] | None = None
         self._version: TaskVersion | None = None
         self._raw_db: bytes | dict | None = None
@@ -210,6 +211,8 @@ class DomainData:
                     first = exc.errors()[0] if exc.errors() else {}
                     where = ".".join(str(p) for p in first.get("loc", ())) or "task"
                     ident = item.get("id") if isinstance(item, dict) else None
+                    if isinstance(ident, (str, int)) and not isinstance(ident, bool):
+                        self._rejected.add(str(ident))
                     self.issues.append(LoadIssue("error", f"task #{i} (id {ident!r}) does not fit the schema: "
                                                  f"{where}: {first.get('msg', exc)}; left out", self.key, str(path)))
                     continue
@@ -240,12 +243,18 @@ class DomainData:
                                              str(path)))
                 continue
             missing = [i for i in ids if i not in tasks]
-            if missing:
-                self.issues.append(LoadIssue("warning", f"split {name!r}: {len(missing)} of {len(ids)} task ids have "
+            absent = [i for i in missing if i not in self._rejected]
+            if absent:
+                self.issues.append(LoadIssue("warning", f"split {name!r}: {len(absent)} of {len(ids)} task ids have "
                                              "no task in these files; the split cannot be used", self.key,
                                              str(path)))
                 continue
-            splits[name] = list(dict.fromkeys(ids))
+            if missing:  # in the files but malformed (reported above): the split runs without them
+                self.issues.append(LoadIssue("warning", f"split {name!r}: {len(missing)} of {len(ids)} tasks are left "
+                                             f"out (they do not fit the schema: {', '.join(missing[:5])}"
+                                             f"{' …' if len(missing) > 5 else ''}); the rest is used", self.key,
+                                             str(path)))
+            splits[name] = [i for i in dict.fromkeys(ids) if i in tasks]
         if DEFAULT_SPLIT not in splits and data is None and tasks:
             splits[DEFAULT_SPLIT] = list(tasks)
         with self._lock:

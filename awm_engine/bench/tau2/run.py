@@ -39,7 +39,7 @@ from awm_engine.bench.tau2.metrics import PASS_THRESHOLD, domain_metrics, paper_
 from awm_engine.bench.tau2.orchestrator import INFRASTRUCTURE_ERROR, Limits, Orchestrator, Participant, Simulation
 from awm_engine.bench.tau2.prompts import JUDGE_SYSTEM, agent_system_prompt, judge_user_prompt, user_system_prompt
 from awm_engine.bench.tau2.tasks import Task
-from awm_engine.data.run_formats import CONFIG, METADATA, TRAJECTORY
+from awm_engine.data.run_formats import CONFIG, METADATA, TRAJECTORY, RunFormatError
 from awm_engine.eval.batch import EXECUTORS, Progress, lock_run_dir
 from awm_engine.eval.metrics import summarize
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, resume_results, rollout_id
@@ -132,8 +132,10 @@ class RunRefused(ValueError):
     """The run cannot start (unknown domain, split or task ids, no database, no policy)."""
 
 
-def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
-    """The tasks of each domain (``RunRefused`` with the reason when the run cannot start)."""
+def preflight(config: Tau2Config, skipped: dict[str, str] | None = None) -> tuple[Tau2Data, dict[str, list[Task]]]:
+    """The tasks of each domain (``RunRefused`` with the reason when the run cannot start). Given a ``skipped``
+    dict, a domain that cannot run (no database, policy or usable split) is put there with the reason and the
+    others run; the run is refused only when no domain can."""
     if not config.domains:
         raise RunRefused("no domain chosen (--domain airline|retail|telecom)")
     unknown = [d for d in config.domains if d not in DOMAINS]
@@ -148,24 +150,32 @@ def preflight(config: Tau2Config) -> tuple[Tau2Data, dict[str, list[Task]]]:
         raise RunRefused(f"no τ² data directory at {data.root} (--tau2-data DIR)")
     chosen: dict[str, list[Task]] = {}
     wanted = set(config.task_ids or [])
+    unusable: dict[str, str] = {}
     for name in config.domains:
         domain = data.domain(name)
         try:
             tasks = domain.split_tasks(config.split)
         except KeyError as exc:
-            raise RunRefused(str(exc.args[0])) from None
+            unusable[name] = str(exc.args[0])
+            continue
         if wanted:
             tasks = [t for t in tasks if t.id in wanted]
         if config.task_indexes is not None:  # as awm eval run's --task: positions in the split, others skipped
             tasks = [tasks[i] for i in dict.fromkeys(config.task_indexes) if isinstance(i, int) and 0 <= i < len(tasks)]
         if not tasks:
             continue
-        for what, value in (("policy", domain.policy), ("user-simulator guidelines", domain.guidelines())):
-            if value is None:
-                raise RunRefused(f"{name}: no {what} in {domain.dir}")
-        if (problem := domain.db_problem()) is not None:
-            raise RunRefused(problem)
-        chosen[name] = tasks
+        lacking = [what for what, value in (("policy", domain.policy), ("user-simulator guidelines",
+                                                                          domain.guidelines())) if value is None]
+        if lacking:
+            unusable[name] = f"{name}: no {' and no '.join(lacking)} in {domain.dir}"
+        elif (problem := domain.db_problem()) is not None:
+            unusable[name] = problem
+        else:
+            chosen[name] = tasks
+    if unusable and (skipped is None or not chosen):
+        raise RunRefused("; ".join(unusable.values()))
+    if skipped is not None:
+        skipped.update(unusable)
     if wanted:
         found = {t.id for tasks in chosen.values() for t in tasks}
         missing = sorted(wanted - found)
@@ -329,8 +339,9 @@ def write_metadata(out: Path, config: Tau2Config, extra: dict[str, Any] | None =
     index.refresh()
     records = _summaries(index)
     tau2 = tau2_summary(records, max(4, config.k))
-    notes = [] if set(config.domains) >= set(DOMAINS) else [
-        "τ²-bench: Avg over " + ", ".join(config.domains) + " only"]
+    run = [d for d in config.domains if d not in ((extra or {}).get("skipped_domains") or {})]
+    notes = [] if set(run) >= set(DOMAINS) else ["τ²-bench: Avg over " + ", ".join(run) + " only"]
+    notes += [f"τ²-bench: not run: {why}" for why in ((extra or {}).get("skipped_domains") or {}).values()]
     meta = METADATA.stamp({
         "benchmark": BENCHMARK, "model": config.model, "user_model": config.user_model, "policy": config.policy,
         "k": config.k, "domains": config.domains, "split": config.split, "task_versions": config.task_versions,
@@ -349,7 +360,7 @@ def current_metadata(run_dir: Path | str) -> dict[str, Any]:
     run_dir = Path(run_dir)
     config = Tau2Config.load(run_dir)
     path = run_dir / METADATA.file
-    meta = METADATA.read(path) if path.is_file() else {"running": None}
+    meta = _recorded_metadata(path) if path.is_file() else {"running": None}
     index = ResultsIndex(run_dir / "results.jsonl")
     index.refresh()
     records = _summaries(index)
@@ -362,7 +373,25 @@ def current_metadata(run_dir: Path | str) -> dict[str, Any]:
             "k": config.k, "domains": config.domains, "split": config.split, "rollouts": len(records),
             **summarize(records, PASS_THRESHOLD), "tau2": tau2,
             "report_columns": {"benchmark": BENCHMARK, "model": config.model, "columns": columns_from(tau2),
-                               "notes": (meta.get("report_columns") or {}).get("notes", [])}}
+                               "notes": _recorded_notes(meta)}}
+
+
+def _recorded_metadata(path: Path) -> dict[str, Any]:
+    """``metadata.json`` as recorded, or {} when it is not JSON or not an object (everything in it is recomputed
+    from ``results.jsonl``; a newer format still says so)."""
+    try:
+        meta = METADATA.read(path)
+    except RunFormatError:
+        raise
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _recorded_notes(meta: dict[str, Any]) -> list[str]:
+    columns = meta.get("report_columns")
+    notes = columns.get("notes") if isinstance(columns, dict) else None
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 def report_columns(run_dir: Path | str) -> dict[str, Any]:
@@ -381,7 +410,8 @@ async def run_tau2(config: Tau2Config, out: Path | str, agent: Endpoint | None, 
     """Run (or resume) ``config`` into ``out``; returns the final metadata. ``policies`` = (agent, user) factories
     by trial replace the endpoints (tests, people)."""
     out = Path(out).resolve()
-    data, chosen = preflight(config)
+    skipped: dict[str, str] = {}
+    data, chosen = preflight(config, skipped)
     if policies is None and agent is None:
         raise PolicyError("a τ²-bench run needs the agent's model endpoint", "config")
     config = replace(config, task_versions={d: (data.domain(d).version.name if data.domain(d).version else "unknown")
@@ -390,16 +420,16 @@ async def run_tau2(config: Tau2Config, out: Path | str, agent: Endpoint | None, 
     lock = lock_run_dir(out)
     try:
         return await _run_locked(config, out, data, chosen, agent, user or agent, judge, resume, on_progress,
-                                 policies)
+                                 policies, skipped)
     finally:
         lock.close()
 
 
-async def _run_locked(config, out, data, chosen, agent, user, judge, resume, on_progress, policies):
+async def _run_locked(config, out, data, chosen, agent, user, judge, resume, on_progress, policies, skipped=None):
     results = out / "results.jsonl"
     index, done = resume_results(results, resume)
     (out / CONFIG.file).write_text(json.dumps(config.to_dict(), indent=2))
-    facts = {"sandbox": protections().to_dict()}
+    facts = {"sandbox": protections().to_dict(), "skipped_domains": dict(skipped or {})}
     items = [(d, t, trial) for d, tasks in chosen.items() for trial in range(config.k) for t in tasks]
     todo = [it for it in items if rollout_id(domain_key(it[0]), it[1].id, it[2]) not in done]
     progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))

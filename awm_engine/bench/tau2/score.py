@@ -64,6 +64,38 @@ def recorded_reward(simulation: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def simulation_problem(sim: dict[str, Any]) -> str | None:
+    """Why a simulation of the file cannot be scored as τ² would read it (None when its shape is right): the
+    messages a list of objects with a role, tool calls with a name and an object of arguments, a termination
+    reason."""
+    if not isinstance(sim.get("termination_reason"), str):
+        return "no termination_reason" if sim.get("termination_reason") is None else \
+            f"termination_reason is a {type(sim['termination_reason']).__name__}, not a string"
+    messages = sim.get("messages")
+    if not isinstance(messages, list):
+        return "no messages" if messages is None else f"messages is a {type(messages).__name__}, not a list"
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            return f"message #{i} is not an object"
+        if isinstance(m.get("tool_messages"), list):
+            continue
+        if not isinstance(m.get("role"), str):
+            return f"message #{i} has no role"
+        if m.get("content") is not None and not isinstance(m.get("content"), str):
+            return f"message #{i}: content is a {type(m['content']).__name__}, not a string"
+        calls = m.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            return f"message #{i}: tool_calls is a {type(calls).__name__}, not a list"
+        for j, call in enumerate(calls):
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                return f"message #{i}: tool call #{j} has no name"
+            if not isinstance(call.get("arguments"), dict):
+                return f"message #{i}: tool call #{j} ({call['name']}): arguments are not an object"
+    return None
+
+
 async def score_file(path: Path | str, tau2_data: Tau2Data, domain: str | None = None, nl_judge=None,
                      k: int = 4) -> dict[str, Any]:
     """Every simulation of the file scored again: per simulation the recorded and awm's reward, and τ²'s
@@ -96,6 +128,8 @@ async def score_file(path: Path | str, tau2_data: Tau2Data, domain: str | None =
         reason = str(sim.get("termination_reason") or "").lower()
         if reason == "infrastructure_error":
             row.update(status="error", error="the simulation crashed (infrastructure_error): left out, as τ² does")
+        elif (problem := simulation_problem(sim)) is not None:
+            row.update(status="error", error=f"malformed simulation: {problem}")
         elif task is None:
             row.update(status="error", error=f"no task {task_id!r} in the file or in {domain_data.dir}")
         else:
