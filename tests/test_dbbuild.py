@@ -133,3 +133,17 @@ def test_existing_file_is_replaced(tmp_path):
 def test_malformed_schema_container(tmp_path, bad):
     report = build_database("t", bad, {"tables": []}, tmp_path / "t.db")
     assert report.fatal == "db_schema has no 'tables' list"
+
+
+def test_db_build_to_a_relative_directory(tmp_path, monkeypatch, capsys):
+    """The sandboxed build runs in a directory of its own: a relative --out must still get every table (it once
+    built empty databases and exited 0)."""
+    import sqlite3
+
+    from awm_engine.cli import main as awm
+
+    monkeypatch.chdir(tmp_path)
+    assert awm(["db", "build", "--out", "reldbs", "--scenario", "maple_library_lending"]) == 0
+    capsys.readouterr()
+    with sqlite3.connect(tmp_path / "reldbs" / "maple_library_lending.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0] > 3

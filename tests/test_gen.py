@@ -56,6 +56,8 @@ def test_gen_all_repairs_every_stage_and_the_result_works(tmp_path, capsys):
     assert any("FOREIGN KEY" in e for e in failed[("sample", 1)])  # failing inserts
     assert "refused" in failed[("spec", 1)][0] and "empty reply" in failed[("spec", 2)][0]
     assert "does not start" in failed[("env", 1)][0] and "missing settings" in failed[("env", 1)][0]
+    assert "at import (line " in failed[("env", 1)][0]  # where (in the code as run), for the retry and the user
+    assert ": raise RuntimeError('the server cannot start" in failed[("env", 1)][0]
     raised = [e for (stage, n), e in failed.items() if stage == "verifier-code" and n == 1]
     assert raised and "borrowings" in raised[0][0]
     assert any("returns complete on the initial database" in e[0]
@@ -114,18 +116,32 @@ def test_a_failing_endpoint_is_reported_per_scenario_not_a_crash(tmp_path, capsy
         {"match": "summarize errors", "responses": [{"content": ""}]}]}
     with FakeLLMServer(replies) as llm:
         code = awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", llm.url, "--retries", "1",
-                    "--tasks", "2"])
+                    "--tasks", "2", "--endpoint-waits", "1"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "Tiny Lending Library: task:" in err and "request failed" in err and "InternalServerError" in err
+    assert "Tiny Lending Library: task: request to http://127.0.0.1:" in err
+    assert "failed (after 1 waits): InternalServerError" in err
     rows = [json.loads(line) for line in (out / "gen_tasks.jsonl").read_text().splitlines()]
     assert rows == [{"scenario": "Second Shop", "tasks": ["a", "b"]}]  # the other scenario was not held back
     stages = {e["scenario"]: e for e in _events(out) if e["kind"] == "stage"}
     assert stages["Tiny Lending Library"]["status"] == "failed" and stages["Tiny Lending Library"]["attempts"] == 2
     # nothing listening at all is the same: a per-scenario failure
     assert awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", "http://127.0.0.1:9/v1",
-                "--retries", "0"]) == 1
-    assert "request failed" in capsys.readouterr().err
+                "--retries", "0", "--endpoint-waits", "0"]) == 1
+    assert "request to http://127.0.0.1:9/v1 failed" in capsys.readouterr().err
+
+
+def test_a_rate_limited_endpoint_is_waited_for_without_using_up_attempts(tmp_path, capsys):
+    out = tmp_path / "gen"
+    out.mkdir()
+    (out / "gen_scenario.jsonl").write_text(json.dumps(SCENARIO) + "\n")
+    busy = [{"status": 429, "body": "slow down"}] * 4 + [{"content": json.dumps({"tasks": ["a", "b"]})}]
+    with FakeLLMServer({"rules": [{"match": "stage: task ·", "responses": busy}]}) as llm:
+        assert awm(["gen", "task", "--out", str(out), "--model", "g", "--base-url", llm.url, "--retries", "0",
+                    "--tasks", "2", "--endpoint-waits", "2"]) == 0
+    capsys.readouterr()
+    attempts = [e for e in _events(out) if e["kind"] == "attempt"]
+    assert len(attempts) == 1 and attempts[0]["ok"]  # the 429s cost waits, not the stage's only attempt
 
 
 @pytest.mark.parametrize("text,problem", [("", "empty reply"), ("I'm sorry, I can't do that.", "refused"),
@@ -379,7 +395,9 @@ def test_status_reads_odd_records_field_by_field(tmp_path, capsys):
     assert cell.attempts == 1 and cell.state == "failed" and cell.history[0].ok is False
     assert cell.history[0].prompt_tokens == 0 and cell.history[0].task is None
     assert cell.history[0].errors == ["{'a': 1}"] and cell.last_error == "['a', 'b']"
-    assert status.scenarios[0].problems == {"error": 2} and status.skipped_records == 2
+    # left out: the line that is not JSON, the record of unknown kind, the summary of an unknown stage
+    assert status.scenarios[0].problems == {"error": 2} and status.skipped_records == 3
+    assert "3 record(s)" in status.warning
     assert status.cost(status.scenarios[0].usage) is None
     assert awm(["gen", "status", str(out)]) == 0
     assert awm(["gen", "status", str(out), "--json"]) == 0
@@ -421,3 +439,38 @@ def test_seeds_unknown_scenarios_and_a_second_writer(tmp_path, capsys):
         assert (config.read_text(), config.stat().st_mtime_ns) == before  # nothing was touched
     finally:
         handle.close()
+
+
+def test_unkind_seeds_relative_out_and_kept_stages(tmp_path, capsys, monkeypatch):
+    """Seeds that are not objects or normalize to nothing are errors; a repeated key is left out with a warning; a
+    relative --out works (the sandboxed checks get absolute paths); a stage that kept a failing attempt exits 1."""
+    from awm_engine.gen.stage_scenario import SeedError, read_seeds
+
+    for bad, why in (('[1, 2]', "not list"), ("null", "not NoneType"), ("東京", "normalizes to an empty key"),
+                     ('{"name": "A", "description": 7}', "'description' must be a string")):
+        path = tmp_path / "bad.txt"
+        path.write_text(bad + "\n")
+        with pytest.raises(SeedError, match=why):
+            read_seeds(path)
+    notes: list[str] = []
+    path = tmp_path / "dupes.txt"
+    path.write_text("Goodreads\ngoodreads!\n")
+    assert [s["name"] for s in read_seeds(path, notes)] == ["Goodreads"] and "same key" in notes[0]
+    # an empty or missing --out for a single stage: said, nothing created
+    assert awm(["gen", "env", "--out", str(tmp_path / "missing"), "--model", "g", "--base-url", "http://x/v1"]) == 2
+    assert "no scenarios in" in capsys.readouterr().err and not (tmp_path / "missing").exists()
+    # relative --out; the environment never passes its check (a defect in every call): kept, exit 1
+    replies = script()
+    broken = replies["rules"][[r["match"] for r in replies["rules"]].index(["stage: env ·"])]["responses"][0]
+    broken["content"] = broken["content"].replace("query = session.query(Book)", "query = session.query(Bok)")
+    monkeypatch.chdir(tmp_path)
+    with FakeLLMServer(replies) as llm:
+        code = awm(["gen", "all", "--seeds", str(_seeds(tmp_path)), "--out", "rel", "--model", "gen",
+                    "--base-url", llm.url, "-n", "1", "--tasks", "3", "--verifier-mode", "code", "--retries", "2",
+                    "--no-doctor"])
+    err = capsys.readouterr().err
+    assert code == 1 and "kept their best attempt" in err and "env: tool list_books" in err and "NameError" in err
+    status = load_status(tmp_path / "rel")
+    cells = status.scenarios[0].cells
+    assert all(cells[s].state == "done" for s in ("task", "db", "sample", "spec", "verifier"))
+    assert cells["env"].state == "kept"

@@ -155,7 +155,7 @@ async def test_a_failed_stage_is_shown_and_the_scenario_does_not_open(tmp_path, 
                          {"match": "summarize errors", "responses": [{"content": ""}]}]}
     with FakeLLMServer(replies) as llm:
         code = await asyncio.to_thread(awm, ["gen", "task", "--out", str(out), "--model", "g", "--base-url", llm.url,
-                                             "--retries", "1", "--tasks", "2"])
+                                             "--retries", "1", "--tasks", "2", "--endpoint-waits", "0"])
     assert code == 1
     capsys.readouterr()
     app = AwmApp(None, cursor_blink=False, gen=out)
@@ -167,7 +167,7 @@ async def test_a_failed_stage_is_shown_and_the_scenario_does_not_open(tmp_path, 
         assert all(row[s] == "pending" for s in ("db", "sample", "spec", "env", "verifier"))
         detail = text_of(app.screen.query_one("#gen-detail-body", Static))
         assert "not finished: its task stage is failed" in detail
-        assert "last error:" in detail and "request failed" in detail
+        assert "last error:" in detail and "failed" in detail and "InternalServerError" in detail
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, GenRunScreen)

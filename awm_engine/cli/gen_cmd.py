@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
-from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, print_json, print_warning, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args
 from awm_engine.gen.records import SCENARIO_STAGES, GenConfig
 from awm_engine.gen.stage_scenario import SeedError, read_seeds
@@ -32,6 +32,13 @@ def _positive(value: str) -> int:
     return n
 
 
+def _at_least_one(value: str) -> int:
+    n = _positive(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return n
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the output directory (AWM files gen_*.jsonl, databases/, .awm-gen/ records)")
@@ -39,12 +46,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_endpoint_args(group)
     group.add_argument("--api-key", help="API key (default: endpoint config, then OPENAI_API_KEY)")
     group.add_argument("--temperature", type=float, help="default 1.0, as the reference")
-    group.add_argument("--max-requests", type=int, help="LLM requests in flight (default 16)")
+    group.add_argument("--max-requests", type=_at_least_one, help="LLM requests in flight (default 16)")
+    group.add_argument("--endpoint-waits", type=_positive, metavar="N",
+                       help="waits (2, 4, 8 … s) for a rate-limited, overloaded or unreachable endpoint before a "
+                            "request counts as a failed attempt (default 5)")
     group.add_argument("--price-in", type=float, metavar="USD", help="price per million prompt tokens (for cost)")
     group.add_argument("--price-out", type=float, metavar="USD", help="price per million completion tokens")
     run = parser.add_argument_group("run")
     run.add_argument("--retries", type=_positive, help="retries per stage (default 4: 5 attempts)")
-    run.add_argument("--concurrency", "-j", type=int, help="scenarios in flight (default 4)")
+    run.add_argument("--concurrency", "-j", type=_at_least_one, help="scenarios in flight (default 4)")
     run.add_argument("--tasks", type=int, dest="num_tasks", help="tasks per scenario (default 10)")
     run.add_argument("--verifier-mode", choices=["sql", "code", "both"],
                      help="sql (gen_verifier.jsonl, judged; the reference's default), code "
@@ -147,16 +157,19 @@ def cmd_gen(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     seeds = None
     if args.seeds:
+        notes: list[str] = []
         try:
-            seeds = read_seeds(args.seeds)
+            seeds = read_seeds(args.seeds, notes)
         except SeedError as exc:
             raise CliError(str(exc)) from None
+        for note in notes:
+            print_warning(note)
     if "scenario" in args.stages and args.new == 0 and not args.include_seeds and not args.resume:
         raise CliError("nothing to generate: pass -n N (new scenarios) and/or --include-seeds")
     # settings not given keep the resumed run's (a fresh run: GenConfig's defaults)
     given = {"retries": args.retries, "num_tasks": args.num_tasks, "verifier_mode": args.verifier_mode,
-             "concurrency": args.concurrency and max(1, args.concurrency),
-             "max_requests": args.max_requests and max(1, args.max_requests), "temperature": args.temperature,
+             "concurrency": args.concurrency, "max_requests": args.max_requests, "temperature": args.temperature,
+             "endpoint_waits": args.endpoint_waits,
              "embedding_model": args.embedding_model, "embedding_base_url": args.embedding_base_url,
              "similarity": args.similarity, "price_in": args.price_in, "price_out": args.price_out}
     config = GenConfig.from_dict({**saved, "model": endpoint.model, "base_url": endpoint.base_url,
@@ -184,15 +197,27 @@ def cmd_gen(args: argparse.Namespace) -> int:
     short = summary.have_new < summary.wanted_new
     if short:
         stderr.print(f"[yellow]only {summary.have_new} of the {summary.wanted_new} new scenarios asked for were "
-                     f"kept: {args.retries if args.retries is not None else 4} + 1 batches in a row kept none "
-                     "(replies unusable or too similar to kept ones); last reasons:[/yellow]")
+                     f"kept: {config.retries} + 1 batches in a row kept none; last reasons:[/yellow]")
         for reason in summary.scenario_errors:
             stderr.print(f"  {escape(reason[:300])}")
-        stderr.print("rerun with --resume to try again (e.g. with --similarity higher, or more varied seeds)")
-    return 1 if summary.failed or short else 0
+        if any("request to" in r for r in summary.scenario_errors):
+            stderr.print(f"the model endpoint {config.base_url} failed; rerun with --resume once it answers")
+        else:
+            stderr.print("rerun with --resume to try again (e.g. with --similarity higher, or more varied seeds)")
+    # a stage that wrote its best attempt although none passed is not a success: say which, and exit 1
+    kept = [(s.name, stage, cell.last_error) for s in status.scenarios if s.name not in summary.failed
+            for stage, cell in s.cells.items() if cell.state == "kept"]
+    if kept and not args.json:
+        stderr.print(f"[yellow]{len(kept)} stage(s) kept their best attempt although none passed (written, as the "
+                     "reference does; check them with awm env doctor):[/yellow]")
+        for name, stage, error in kept:
+            stderr.print(f"  {escape(name)} · {stage}: {escape((error or '')[:300])}")
+    return 1 if summary.failed or short or kept else 0
 
 
 def print_status(status: GenStatus) -> None:
+    if status.warning:
+        print_warning(status.warning)
     table = Table(title=f"generation run {status.out}")
     table.add_column("scenario")
     for stage in SCENARIO_STAGES:

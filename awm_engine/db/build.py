@@ -183,7 +183,7 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     ``timeout`` comes back as a report with ``fatal`` set."""
     from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
 
-    path = Path(path)
+    path = Path(path).resolve()  # the sandbox runs in a directory of its own: relative paths would miss
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     try:

@@ -25,9 +25,15 @@ class Reply:
 
 class GenClient:
     def __init__(self, base_url: str, model: str, api_key: str = "EMPTY", temperature: float = 1.0,
-                 max_requests: int = 16, timeout: float = 600.0, retries: int = 2):
+                 max_requests: int = 16, timeout: float = 600.0, retries: int = 2, waits: int = 5,
+                 first_wait: float = 2.0):
         from openai import AsyncOpenAI
 
+        self.base_url = base_url
+        # an endpoint that is rate-limited, overloaded or unreachable is waited for (2, 4, 8 … s, ``waits`` times)
+        # before the request counts as a failed attempt: a busy provider must not use up a stage's retries
+        self.waits = max(0, waits)
+        self.first_wait = first_wait
         self.model = model
         self.temperature = temperature
         self.client = AsyncOpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout,
@@ -37,14 +43,24 @@ class GenClient:
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
 
     async def chat(self, messages: list[dict[str, Any]], stage: str, scenario: str, max_tokens: int = 16000) -> Reply:
+        import openai
+
         started = time.perf_counter()
-        try:
-            async with self.limit:
-                response = await self.client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=max_tokens)
-        except Exception as exc:  # noqa: BLE001 - an endpoint failure is one failed attempt, never a crash
-            return Reply("", error=f"request failed: {type(exc).__name__}: {str(exc)[:300]}",
-                         seconds=time.perf_counter() - started)
+        for wait in range(self.waits + 1):
+            try:
+                async with self.limit:
+                    response = await self.client.chat.completions.create(
+                        model=self.model, messages=messages, temperature=self.temperature, max_tokens=max_tokens)
+                break
+            except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
+                if wait < self.waits:
+                    await asyncio.sleep(min(60.0, self.first_wait * 2 ** wait))
+                    continue
+                return Reply("", error=f"request to {self.base_url} failed (after {self.waits} waits): "
+                                       f"{type(exc).__name__}: {str(exc)[:300]}", seconds=time.perf_counter() - started)
+            except Exception as exc:  # noqa: BLE001 - an endpoint failure is one failed attempt, never a crash
+                return Reply("", error=f"request to {self.base_url} failed: {type(exc).__name__}: {str(exc)[:300]}",
+                             seconds=time.perf_counter() - started)
         usage = Usage(requests=1)
         if getattr(response, "usage", None) is not None:
             usage.prompt_tokens = int(getattr(response.usage, "prompt_tokens", 0) or 0)

@@ -164,6 +164,10 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
     from awm_engine.eval.batch import RunLocked, lock_run_dir
 
     store = GenStore(out)
+    if "scenario" not in stages and not any(isinstance(r.get("name"), str) and r["name"].strip()
+                                            for r in store.rows("scenario")):
+        raise GenStoreError(f"no scenarios in {store.out} (no rows in {STAGE_FILES['scenario']}): run awm gen all or "
+                            "awm gen scenario first")
     store.out.mkdir(parents=True, exist_ok=True)
     try:
         handle = lock_run_dir(store.out)  # before anything in the directory is touched
@@ -176,7 +180,7 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
         handle.close()
         raise
     llm = GenClient(config.base_url, config.model, api_key=api_key or "EMPTY", temperature=config.temperature,
-                    max_requests=config.max_requests)
+                    max_requests=config.max_requests, waits=config.endpoint_waits)
     ctx = GenContext(config, llm, store, on_event, summarize)
     summary = GenSummary(str(store.out))
     limit = asyncio.Semaphore(max(1, config.concurrency))
@@ -221,7 +225,7 @@ async def run_generation(out: Path | str, config: GenConfig, *, seeds: list[dict
                     store.append("scenario", seed)
                     existing.append(seed)
                     keys.add(normalize_scenario_name(seed["name"]))
-        if wanted_only and "scenario" not in stages:
+        if wanted_only and not ("scenario" in stages and new_scenarios > 0):
             unknown = wanted_only - {normalize_scenario_name(str(r.get("name", ""))) for r in existing}
             if unknown:
                 raise GenStoreError(f"no scenario {', '.join(sorted(unknown))} in {store.out / STAGE_FILES['scenario']}"

@@ -45,6 +45,7 @@ class GenConfig:
     similarity: float | None = None  # the diversity threshold (None: the method's default)
     price_in: float | None = None
     price_out: float | None = None
+    endpoint_waits: int = 5  # waits (2, 4, 8 … s) for a rate-limited or unreachable endpoint before an attempt fails
     format_version: int = GEN_FORMAT_VERSION
 
     def to_dict(self) -> dict[str, Any]:

@@ -22,29 +22,56 @@ class SeedError(ValueError):
     pass
 
 
-def read_seeds(path: Path | str) -> list[dict[str, Any]]:
-    """Seeds: JSONL rows with ``name`` (and ``description``), or plain text with one name per line."""
+NAME_LIMIT = 200
+DESCRIPTION_LIMIT = 5000
+
+
+def read_seeds(path: Path | str, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """Seeds: JSONL rows with ``name`` (and ``description``), or plain text with one name per line. A name that
+    normalizes to nothing, or a row that is no object, is an error; a repeated name (same key) is left out, said
+    in ``warnings``."""
     import json
+
+    from awm_engine.data.names import normalize_scenario_name
 
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the first name
     except (OSError, UnicodeDecodeError) as exc:
         raise SeedError(f"cannot read seeds {path}: {exc}") from None
     seeds: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("{"):
+        if line[0] in "{[\"" or line in ("null", "true", "false") or line.lstrip("-").replace(".", "").isdigit():
             try:
                 row = json.loads(line)
             except ValueError as exc:
                 raise SeedError(f"{path}:{number}: invalid JSON ({exc})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"].strip():
+            if not isinstance(row, dict):
+                raise SeedError(f"{path}:{number}: a seed row is a JSON object, not {type(row).__name__}")
+            if not isinstance(row.get("name"), str) or not row["name"].strip():
                 raise SeedError(f"{path}:{number}: a seed row needs a 'name' string")
-            seeds.append({"name": row["name"].strip(), "description": str(row.get("description") or "")})
+            if row.get("description") is not None and not isinstance(row["description"], str):
+                raise SeedError(f"{path}:{number}: 'description' must be a string")
+            seed = {"name": row["name"].strip(), "description": (row.get("description") or "").strip()}
         else:
-            seeds.append({"name": line, "description": ""})
+            seed = {"name": line, "description": ""}
+        key = normalize_scenario_name(seed["name"])
+        if not key:
+            raise SeedError(f"{path}:{number}: the name {seed['name']!r} normalizes to an empty key (AWM keys keep "
+                            "only a-z, 0-9 and _): add Latin letters or digits to it")
+        if len(seed["name"]) > NAME_LIMIT or len(seed["description"]) > DESCRIPTION_LIMIT:
+            raise SeedError(f"{path}:{number}: a name is at most {NAME_LIMIT} characters and a description at most "
+                            f"{DESCRIPTION_LIMIT}")
+        if key in seen:
+            if warnings is not None:
+                warnings.append(f"{path}:{number}: {seed['name']!r} has the same key ({key}) as line {seen[key]}: "
+                                "left out")
+            continue
+        seen[key] = number
+        seeds.append(seed)
     if not seeds:
         raise SeedError(f"{path} holds no seeds (JSONL rows with 'name', or one name per line)")
     return seeds
@@ -56,7 +83,8 @@ def candidates_of(value: Any) -> list[dict[str, Any]]:
         raise BadReply("expected {\"scenarios\": [{\"name\", \"description\"}, …]}")
     found = [{"name": i["name"].strip(), "description": i["description"].strip()}
              for i in items if isinstance(i, dict) and isinstance(i.get("name"), str) and i["name"].strip()
-             and isinstance(i.get("description"), str) and i["description"].strip()]
+             and isinstance(i.get("description"), str) and i["description"].strip()
+             and len(i["name"].strip()) <= NAME_LIMIT and len(i["description"].strip()) <= DESCRIPTION_LIMIT]
     if not found:
         raise BadReply("no entry has both a non-empty 'name' and 'description'")
     return found

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.names import normalize_scenario_name
-from awm_engine.gen.records import SCENARIO_STAGES, Usage
+from awm_engine.gen.records import GEN_FORMAT_VERSION, SCENARIO_STAGES, Usage
 from awm_engine.gen.store import GenStore
 
 ERROR_LIMIT = 20_000  # characters of one error kept for display
@@ -89,7 +89,8 @@ class GenStatus:
     scenarios: list[ScenarioStatus]
     stage_usage: dict[str, Usage]
     scenario_batches: int = 0
-    skipped_records: int = 0  # event lines that were not objects or named no stage
+    skipped_records: int = 0  # event lines that could not be read or used (not JSON, not objects, unknown kinds)
+    warning: str | None = None  # e.g. a configuration written by a newer awm
 
     def cost(self, usage: Usage) -> float | None:
         try:
@@ -109,7 +110,8 @@ class GenStatus:
                                "usage": usage(s.usage), "problems": s.problems,
                                "problems_summary": s.problems_summary, "error": s.error}
                               for s in self.scenarios],
-                "stages": {k: usage(u) for k, u in self.stage_usage.items()}, "skipped_records": self.skipped_records}
+                "stages": {k: usage(u) for k, u in self.stage_usage.items()}, "skipped_records": self.skipped_records,
+                "warning": self.warning}
 
 
 def _stage_of(name: str) -> str:
@@ -133,8 +135,10 @@ def load_status(out: Path | str) -> GenStatus:
             key = normalize_scenario_name(name)
             by_key.setdefault(key, ScenarioStatus(key, name))
     stage_usage: dict[str, Usage] = {s: Usage() for s in ("scenario", *SCENARIO_STAGES)}
-    batches = skipped = 0
-    for event in store.events():
+    batches = 0
+    events = store.events()
+    skipped = store.unreadable_events
+    for event in events:
         raw_stage = str(event.get("stage", ""))
         stage = _stage_of(raw_stage)
         kind = event.get("kind")
@@ -184,4 +188,12 @@ def load_status(out: Path | str) -> GenStatus:
             status = by_key.get(normalize_scenario_name(str(row.get("scenario", ""))))
             if status is not None and status.cells[stage].state in ("pending", "running"):
                 status.cells[stage].state = "done"
-    return GenStatus(str(store.out), config, list(by_key.values()), stage_usage, batches, skipped)
+    warning = None
+    version = config.get("format_version", 1)
+    if not isinstance(version, int) or version > GEN_FORMAT_VERSION:
+        warning = (f"the run's config.json has format_version {version!r}; this awm reads up to {GEN_FORMAT_VERSION}: "
+                   "upgrade awm to read it fully")
+    if skipped:
+        note = f"{skipped} record(s) of .awm-gen/events.jsonl could not be read and were left out"
+        warning = f"{warning}; {note}" if warning else note
+    return GenStatus(str(store.out), config, list(by_key.values()), stage_usage, batches, skipped, warning)

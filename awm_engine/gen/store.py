@@ -28,10 +28,11 @@ class GenStoreError(Exception):
 
 class GenStore:
     def __init__(self, out: Path | str):
-        self.out = Path(out)
+        self.out = Path(out).resolve()  # sandboxed checks run elsewhere: every path handed on is absolute
         self.meta = self.out / META
         self._lock = threading.Lock()
         self._index: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        self.unreadable_events = 0  # lines of events.jsonl that the last ``events()`` could not use
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def prepare(self, config: GenConfig, resume: bool) -> GenConfig:
@@ -119,12 +120,13 @@ class GenStore:
         path = self.meta / "events.jsonl"
         if not path.is_file():
             return []
-        found = []
+        found, self.unreadable_events = [], 0
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 found.append(json.loads(line))
             except ValueError:
-                continue
+                self.unreadable_events += int(bool(line.strip()))
+        self.unreadable_events += sum(1 for e in found if not isinstance(e, dict))
         return [e for e in found if isinstance(e, dict)]
 
     def _append(self, path: Path, row: dict[str, Any]) -> None:

@@ -175,7 +175,13 @@ def exec_module(code: str, scenario_key: str, db_path: str) -> tuple[types.Modul
         sys.modules.pop(name, None)
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise EnvCodeError(f"generated code failed at import: {type(exc).__name__}: {exc}") from None
+        where, lines = "", source.splitlines()
+        frame = exc.__traceback__
+        while frame is not None:  # the innermost line of the generated code that was running
+            if frame.tb_frame.f_code.co_filename == module.__file__ and 0 < frame.tb_lineno <= len(lines):
+                where = f" (line {frame.tb_lineno}: {lines[frame.tb_lineno - 1].strip()[:160]})"
+            frame = frame.tb_next
+        raise EnvCodeError(f"generated code failed at import{where}: {type(exc).__name__}: {exc}") from None
     app = module.__dict__.get("app")
     if app is None or not hasattr(app, "openapi"):
         sys.modules.pop(name, None)

@@ -173,6 +173,8 @@ class GenRunScreen(Screen):
             text.append(", ".join(f"{n} {name}" for name, n in states.items() if n) or "none yet")
             if status.scenario_batches:
                 text.append(f"  ·  scenario batches {status.scenario_batches}")
+            if status.warning:
+                text.append(f"\n{status.warning}", "yellow")
         text.append("\nCLI twin: ", "dim")
         text.append(f"awm gen status {shown}", "cyan")
         return text
