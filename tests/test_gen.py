@@ -474,3 +474,17 @@ def test_unkind_seeds_relative_out_and_kept_stages(tmp_path, capsys, monkeypatch
     cells = status.scenarios[0].cells
     assert all(cells[s].state == "done" for s in ("task", "db", "sample", "spec", "verifier"))
     assert cells["env"].state == "kept"
+
+
+def test_a_generation_run_leaves_nothing_in_the_temporary_directory(tmp_path):
+    """Sandboxes, the verifier host's workspace and the pool's directories are all removed when awm exits."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "gen"
+    env = {**os.environ, "TMPDIR": str(tmp), "AWM_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeLLMServer(script()) as llm:
+        done = subprocess.run(AWM + _gen_args(tmp_path, llm.url, out), capture_output=True, text=True, env=env,
+                              timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp.iterdir()) == []
+    assert sorted(p.name for p in (out / ".awm-gen").iterdir()) == ["config.json", "events.jsonl"]

@@ -9,6 +9,7 @@ called as the reference does (first ``def verify_`` line; keyword names; positio
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import shutil
@@ -44,12 +45,16 @@ class VerifierHost:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
+        self.sandbox: Sandbox | None = None
         self.lock = threading.Lock()
         self.waiters: dict[str, list] = {}
 
     def _start(self) -> None:
         # one sandbox for the host and every verifier it forks: writes only below the shared workspace
-        sandbox = Sandbox(SandboxPolicy(writable=[str(workspace())], memory_mb=None, max_procs=512), "verifier")
+        if self.sandbox is not None:
+            self.sandbox.cleanup()  # the previous host's, which died
+        sandbox = self.sandbox = Sandbox(SandboxPolicy(writable=[str(workspace())], memory_mb=None, max_procs=512),
+                                         "verifier")
         self.proc = sandbox.popen([sys.executable, "-m", "awm_engine.verify.host"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
@@ -107,6 +112,24 @@ def verifier_host() -> VerifierHost | None:
 
 _workspace: Path | None = None
 _executor = None
+
+
+def _shutdown() -> None:
+    """At exit: the host ends with its sandbox, and the workspace goes (nothing left in the temp directory)."""
+    host = _host
+    if host is not None and host.proc is not None:
+        try:
+            host.proc.stdin.close()  # the host ends when its input does
+            host.proc.wait(2)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            host.proc.kill()
+        if host.sandbox is not None:
+            host.sandbox.cleanup()
+    if _workspace is not None:
+        shutil.rmtree(_workspace, ignore_errors=True)
+
+
+atexit.register(_shutdown)
 
 
 async def _in_verifier_thread(fn, *args):
