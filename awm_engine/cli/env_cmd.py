@@ -164,6 +164,9 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     import socket
 
     with socket.socket() as probe:
+        # as the server will bind (uvicorn sets SO_REUSEADDR): a port whose last server just exited (its
+        # connections in TIME_WAIT) is free; one with a listener is not
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
