@@ -27,6 +27,7 @@ class ActionSpec:
     key_display: str | None = None
     priority: bool = False
     cli: str | None = None  # the CLI twin, named in the help screen and the palette
+    footer: str | None = None  # a shorter label for the footer (80 columns hold every screen's keys)
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -38,13 +39,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog"),
     ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog"),
     ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False),
-    ActionSpec("app.evals", "evaluations", "ctrl+e", "Evaluations", "catalog"),
+    # priority: ctrl+e opens the dashboard from the search box too (the field's own ctrl+e is its End key)
+    ActionSpec("app.evals", "evaluations", "ctrl+e", "Evaluations", "catalog", priority=True),
     ActionSpec("env.back", "back", "escape", "Back", "environment"),
-    ActionSpec("env.overview", "show_tab('overview')", "1", "Overview", "environment"),
-    ActionSpec("env.schema", "show_tab('schema')", "2", "Schema", "environment"),
-    ActionSpec("env.data", "show_tab('data')", "3", "Data", "environment"),
-    ActionSpec("env.tools", "show_tab('tools')", "4", "Tools", "environment"),
-    ActionSpec("env.tasks", "show_tab('tasks')", "5", "Tasks", "environment"),
+    # the tab keys are not in the footer: the tab bar shows them ("1 Overview  2 Schema …")
+    ActionSpec("env.overview", "show_tab('overview')", "1", "Overview", "environment", show=False),
+    ActionSpec("env.schema", "show_tab('schema')", "2", "Schema", "environment", show=False),
+    ActionSpec("env.data", "show_tab('data')", "3", "Data", "environment", show=False),
+    ActionSpec("env.tools", "show_tab('tools')", "4", "Tools", "environment", show=False),
+    ActionSpec("env.tasks", "show_tab('tasks')", "5", "Tasks", "environment", show=False),
     ActionSpec("data.next_page", "next_page", "n,pagedown", "Next page", "environment", show=False),
     ActionSpec("data.prev_page", "prev_page", "p,pageup", "Previous page", "environment", show=False),
     ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False),
@@ -52,7 +55,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
     ActionSpec("env.doctor", "diagnose", "ctrl+d", "Diagnose (awm env doctor)", "environment", show=False),
-    ActionSpec("tau2.play_user", "play_user", "ctrl+u", "Play as the user", "tau2"),
+    ActionSpec("tau2.play_user", "play_user", "ctrl+u", "Play as the user", "tau2", footer="Play user"),
     ActionSpec("play.call", "call_tool", "ctrl+j,ctrl+enter", "Call tool", "play"),
     ActionSpec("play.answer", "submit_answer", "ctrl+f", "Answer & verify", "play", priority=True),
     ActionSpec("play.select_all", "select_all_text", "ctrl+a", "Select all (text field)", "play", show=False,
@@ -69,14 +72,15 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("gen.detail", "focus_detail", "d", "Attempts and errors", "gen", cli="awm gen status DIR --json"),
     ActionSpec("gen.reload", "reload", "r", "Reload", "gen", cli="awm gen status DIR"),
     ActionSpec("gen.back", "back", "escape", "Back", "gen"),
-    ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay", priority=True),
-    ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True),
-    ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay"),
+    ActionSpec("replay.next", "step(1)", "right,j", "Next step", "replay", priority=True, footer="Next"),
+    ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True, footer="Previous"),
+    ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay", footer="Verdict"),
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
     ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals"),
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
-    ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals"),
-    ActionSpec("evals.report", "bench_report", "b", "Report across benchmarks", "evals"),
+    ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals",
+               footer="Columns"),
+    ActionSpec("evals.report", "bench_report", "b", "Report across benchmarks", "evals", footer="Report"),
     ActionSpec("report.copy", "copy_markdown", "c", "Copy as Markdown", "report"),
     ActionSpec("report.reload", "reload", "r", "Reload the runs", "report"),
     ActionSpec("report.back", "back", "escape", "Back", "report"),
@@ -91,8 +95,9 @@ SCOPE_TITLES = {"app": "Everywhere", "catalog": "Catalog", "environment": "Envir
 
 def bindings(scope: str, only: tuple[str, ...] | None = None) -> list[Binding]:
     """The scope's actions as key bindings (``only``: just these action ids)."""
-    return [Binding(a.keys, a.action, a.description, show=a.show, key_display=a.key_display, priority=a.priority,
-                    id=a.id) for a in ACTIONS if a.scope == scope and (only is None or a.id in only)]
+    return [Binding(a.keys, a.action, a.footer or a.description, show=a.show, key_display=a.key_display,
+                    priority=a.priority, id=a.id)
+            for a in ACTIONS if a.scope == scope and (only is None or a.id in only)]
 
 
 KEY_NAMES = {"escape": "esc", "enter": "enter", "backspace": "backspace", "pagedown": "pgdn", "pageup": "pgup",

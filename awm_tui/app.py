@@ -62,6 +62,9 @@ class AwmApp(App):
     CSS_PATH = "app.tcss"
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {AwmCommands}
+    # app.tcss lays the screens out for an 80×24 terminal by these classes (set on each screen)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
 
     def __init__(self, data_dirs: list[str] | None = None, cursor_blink: bool = True,
                  runs_root: Path | str = "outputs", replay: Path | str | None = None,
