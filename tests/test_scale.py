@@ -99,3 +99,18 @@ async def test_a_worker_killed_mid_episode_is_replaced_and_the_others_go_on(tmp_
         for e in on_victim:  # and its episodes carry on from their databases
             assert not (await e.call_tool("list_notes", {})).is_error
         await asyncio.gather(*(e.close() for e in episodes))
+
+
+async def test_closing_an_episode_twice_at_once_moves_its_databases_once(tmp_path):
+    """A rollout's own close and the pool's (an app quitting mid-episode) at the same time: no error, and both
+    return with the databases in the run directory (this raced: FileNotFoundError from the second move)."""
+    catalog = Catalog.load([make_env_dir(tmp_path / "d", {"A": ""})])
+    async with EnvPool(workers=1) as pool:
+        for _ in range(5):
+            run_dir = tmp_path / "runs" / os.urandom(4).hex()
+            episode = await pool.open_episode(catalog.get("a"), run_dir=run_dir)
+            await asyncio.gather(episode.close(), episode.close(), episode.close())
+            assert (run_dir / "final.db").is_file() and (run_dir / "initial.db").is_file()
+        episode = await pool.open_episode(catalog.get("a"), run_dir=tmp_path / "runs" / "last")
+        await asyncio.gather(episode.close(), pool.close())
+        assert (tmp_path / "runs" / "last" / "final.db").is_file()

@@ -96,6 +96,10 @@ async def open_screen(pilot, which: str, runs: Path):
         app.open_evaluations()
     elif which == "report":
         app.open_report([])
+    elif which == "gen":
+        from awm_tui.screens.gen import GenRunScreen
+
+        app.push_screen(GenRunScreen(runs / "gen-not-yet"))
     if which == "play":  # its episode stays open in a worker
         await wait_until(pilot, lambda: app.screen.tools, what="the episode and its tools")
     elif which != "rollout":
@@ -103,7 +107,7 @@ async def open_screen(pilot, which: str, runs: Path):
     await pilot.pause(0.2)
 
 
-@pytest.mark.parametrize("which", ["catalog", "environment", "play", "rollout", "replay", "evals", "report"])
+@pytest.mark.parametrize("which", ["catalog", "environment", "play", "rollout", "replay", "evals", "report", "gen"])
 async def test_every_footer_key_shows_at_80_columns(which, runs):
     app = AwmApp(None, cursor_blink=False, runs_root=runs)
     async with app.run_test(size=SIZE) as pilot:

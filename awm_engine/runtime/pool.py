@@ -191,6 +191,7 @@ class PoolEpisode:
         self.template: dict[str, Any] | None = None  # when its template was built (``template_facts``)
         self.options: dict[str, Any] | None = None  # what a hosted environment's episode was opened with
         self.closed = False
+        self._closing: asyncio.Future | None = None
 
     @property
     def id(self) -> str:
@@ -257,7 +258,14 @@ class PoolEpisode:
         return snapshot_database(self.final_db, dest)
 
     async def close(self) -> None:
-        """Stop serving, then move ``initial.db`` and ``final.db`` from the worker's directory to ``run_dir``."""
+        """Stop serving, then move ``initial.db`` and ``final.db`` from the worker's directory to ``run_dir``.
+        Closing twice at once (a rollout's own close and the pool's, when an app quits mid-episode) does it once;
+        every caller returns when the databases are in place."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         if self.closed:
             return
         self.worker.episodes.discard(self.id)
