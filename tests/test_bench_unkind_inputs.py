@@ -74,7 +74,7 @@ def test_bench_report_over_good_empty_half_written_and_wrong_kind_runs(tmp_path,
 @pytest.fixture
 def bad_configs(tmp_path) -> Path:
     if not MCPU.is_dir():
-        pytest.skip("../shared is absent")
+        pytest.skip(f"MCP-Universe configs not found at {MCPU} (../shared is absent)")
     root = tmp_path / "configs"
     shutil.copytree(MCPU, root)
     folder = root / "browser_automation"

@@ -160,7 +160,7 @@ def test_env_doctor_on_tau2_domains(tmp_path, capsys):
 
 def test_env_doctor_on_the_shared_telecom_domain(tmp_path, capsys):
     if not (TAU2 / "domains" / "telecom" / "tasks.json").is_file():
-        pytest.skip(f"τ²-bench data not found at {TAU2}")
+        pytest.skip(f"τ²-bench data not found at {TAU2} (../shared is absent)")
     assert awm(["env", "doctor", "--tau2-data", str(TAU2), "tau2_telecom", "--workers", "1", "--json"]) == 0
     telecom = json.loads(capsys.readouterr().out)["scenarios"][0]
     assert telecom["health"] == "ok" and telecom["counts"]["error"] == 0

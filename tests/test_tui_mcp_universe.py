@@ -235,7 +235,7 @@ async def test_a_real_run_task_screen_shows_the_transcript(tmp_path, monkeypatch
     from tests.test_mcp_universe_e2e import SCRIPT
 
     if not (CONFIGS / "web_search.yaml").is_file():
-        pytest.skip(f"MCP-Universe configs not found at {CONFIGS}")
+        pytest.skip(f"MCP-Universe configs not found at {CONFIGS} (../shared is absent)")
     monkeypatch.chdir(tmp_path)
     servers = tmp_path / "mcp.json"
     servers.write_text(json.dumps({"mcpServers": {n: {"command": sys.executable, "args": [STANDINS, n]}
