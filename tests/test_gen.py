@@ -488,3 +488,29 @@ def test_a_generation_run_leaves_nothing_in_the_temporary_directory(tmp_path):
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp.iterdir()) == []
     assert sorted(p.name for p in (out / ".awm-gen").iterdir()) == ["config.json", "events.jsonl"]
+
+
+def test_a_stage_verb_on_real_data_with_a_malformed_row_fails_only_that_scenario(awm_real, tmp_path, capsys):
+    """`awm gen verifier` on a copy of the real pipeline output whose GoFundMe `tasks` is a dict and whose
+    SurveyMonkey Apply is renamed with brackets and quotes: GoFundMe fails with the reason, the others run."""
+    import shutil
+
+    data = tmp_path / "d"
+    shutil.copytree(awm_real, data)
+    for name in ("gen_scenario.jsonl", "gen_tasks.jsonl", "gen_db.jsonl", "gen_sample.jsonl", "gen_envs.jsonl",
+                 "gen_spec.jsonl"):
+        rows = [json.loads(line) for line in (data / name).read_text().splitlines()]
+        for row in rows:
+            for key in ("name", "scenario"):
+                if row.get(key) == "SurveyMonkey Apply":
+                    row[key] = 'Survey "[Monkey]" Apply'
+            if name == "gen_tasks.jsonl" and row.get("scenario") == "GoFundMe":
+                row["tasks"] = {"a": "b"}
+        (data / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeLLMServer(script()) as llm:
+        code = awm(["gen", "verifier", "--out", str(data), "--model", "g", "--base-url", llm.url, "--retries", "0",
+                    "--endpoint-waits", "0", "--verifier-mode", "code", "--tasks", "2"])
+    err = capsys.readouterr().err
+    assert code == 1 and "GoFundMe: verifier: its gen_tasks.jsonl row's 'tasks' is a dict" in err
+    rows = [json.loads(line) for line in (data / "gen_verifier.pure_code.jsonl").read_text().splitlines()]
+    assert {r["scenario"] for r in rows} == {"rover", "survey_monkey_apply"} and len(rows) == 20

@@ -101,9 +101,13 @@ async def run_scenario(ctx: GenContext, scenario: dict[str, Any], stages: tuple[
 async def run_verifiers(ctx: GenContext, scenario: dict[str, Any]) -> None:
     name = str(scenario["name"])
     key = normalize_scenario_name(name)
-    tasks = (ctx.store.row("task", name) or {}).get("tasks")
-    if not isinstance(tasks, list):
+    row = ctx.store.row("task", name)
+    tasks = (row or {}).get("tasks")
+    if row is None:
         raise StageFailed("verifier", "needs the task stage's output, which this scenario does not have")
+    if not isinstance(tasks, list):
+        raise StageFailed("verifier", f"its gen_tasks.jsonl row's 'tasks' is a {type(tasks).__name__}, not a list "
+                                      "of task texts")
     db = ctx.store.database(name)
     if not db.is_file():
         sample, schema = ctx.store.row("sample", name), ctx.store.row("db", name)
