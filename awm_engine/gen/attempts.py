@@ -130,6 +130,16 @@ async def run_attempts(ctx: GenContext, stage: str, scenario: str,
     return Outcome("kept", best, total, chosen, last_error)
 
 
+def conversation(system: str, stage: str, scenario: str, body: str, task: int | None = None
+                 ) -> Callable[[int, int, str | None], list[dict[str, Any]]]:
+    """The messages of attempt ``number`` of ``total``: the stage's system prompt, then ``body`` under the
+    attempt's header with the guidance from earlier errors (the body is built once, not per attempt)."""
+    def messages(number: int, total: int, guidance: str | None) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": user_message(stage, scenario, number, total, guidance, body, task)}]
+    return messages
+
+
 def user_message(stage: str, scenario: str, number: int, total: int, guidance: str | None, body: str,
                  task: int | None = None) -> str:
     return prompts.header(stage, scenario, number, total, task) + "\n" + body + prompts.guidance_block(guidance)

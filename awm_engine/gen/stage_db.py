@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.checks import build_schema, scratch_dir
 from awm_engine.gen.parse import BadReply, parse_object
 
@@ -37,10 +37,7 @@ async def generate_schema(ctx: GenContext, scenario: dict[str, Any], tasks: list
     name, description = str(scenario["name"]), str(scenario.get("description") or "")
     scratch = scratch_dir(ctx.store.meta / "scratch", "db")
 
-    def messages(number, total, guidance):
-        return [{"role": "system", "content": prompts.DB_SYSTEM},
-                {"role": "user", "content": user_message("db", name, number, total, guidance,
-                                                         prompts.db_user(name, description, tasks))}]
+    messages = conversation(prompts.DB_SYSTEM, "db", name, prompts.db_user(name, description, tasks))
 
     async def evaluate(reply) -> Attempt:
         schema = parse_object(reply.text, reply.finish_reason, "tables")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.checks import check_environment
 from awm_engine.gen.parse import parse_code
 from awm_engine.gen.stage_spec import operation_ids
@@ -34,10 +34,7 @@ async def generate_env(ctx: GenContext, rows: dict[str, dict[str, Any]]) -> tupl
     wanted = operation_ids(spec)
     db_path = str(ctx.store.database(name))
 
-    def messages(number, total, guidance):
-        return [{"role": "system", "content": prompts.ENV_SYSTEM},
-                {"role": "user", "content": user_message("env", name, number, total, guidance,
-                                                         prompts.env_user(name, tables, spec))}]
+    messages = conversation(prompts.ENV_SYSTEM, "env", name, prompts.env_user(name, tables, spec))
 
     async def evaluate(reply) -> Attempt:
         code = parse_code(reply.text, reply.finish_reason)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.checks import build_sample, scratch_dir
 from awm_engine.gen.parse import BadReply, parse_object
 
@@ -25,10 +25,7 @@ async def generate_sample(ctx: GenContext, scenario: dict[str, Any], tasks: list
     tables_ddl = db_schema.get("tables") if isinstance(db_schema.get("tables"), list) else []
     scratch = scratch_dir(ctx.store.meta / "scratch", "sample")
 
-    def messages(number, total, guidance):
-        return [{"role": "system", "content": prompts.SAMPLE_SYSTEM},
-                {"role": "user", "content": user_message("sample", name, number, total, guidance,
-                                                         prompts.sample_user(name, tables_ddl, tasks))}]
+    messages = conversation(prompts.SAMPLE_SYSTEM, "sample", name, prompts.sample_user(name, tables_ddl, tasks))
 
     async def evaluate(reply) -> Attempt:
         data = parse_object(reply.text, reply.finish_reason, "tables")

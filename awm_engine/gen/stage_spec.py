@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.parse import parse_object
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}
@@ -61,10 +61,7 @@ async def generate_spec(ctx: GenContext, scenario: dict[str, Any], tasks: list[s
     tables = db_schema.get("tables") if isinstance(db_schema.get("tables"), list) else []
     table_names = {str(t.get("name")) for t in tables if isinstance(t, dict)}
 
-    def messages(number, total, guidance):
-        return [{"role": "system", "content": prompts.SPEC_SYSTEM},
-                {"role": "user", "content": user_message("spec", name, number, total, guidance,
-                                                         prompts.spec_user(name, tables, tasks))}]
+    messages = conversation(prompts.SPEC_SYSTEM, "spec", name, prompts.spec_user(name, tables, tasks))
 
     async def evaluate(reply) -> Attempt:
         spec = parse_object(reply.text, reply.finish_reason, "api_groups")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.parse import BadReply, parse_object
 
 TASK_LIMIT = 2000  # a task goes into every later prompt: a runaway one would cost every stage
@@ -14,10 +14,7 @@ async def generate_tasks(ctx: GenContext, scenario: dict[str, Any]) -> tuple[Out
     name, description = str(scenario["name"]), str(scenario.get("description") or "")
     count = ctx.config.num_tasks
 
-    def messages(number, total, guidance):
-        body = prompts.task_user(name, description, count)
-        return [{"role": "system", "content": prompts.TASK_SYSTEM},
-                {"role": "user", "content": user_message("task", name, number, total, guidance, body)}]
+    messages = conversation(prompts.TASK_SYSTEM, "task", name, prompts.task_user(name, description, count))
 
     async def evaluate(reply) -> Attempt:
         tasks = parse_object(reply.text, reply.finish_reason, "tasks")["tasks"]

@@ -11,7 +11,7 @@ from typing import Any
 from awm_engine.data.names import normalize_scenario_name
 from awm_engine.data.records import verifier_function
 from awm_engine.gen import prompts
-from awm_engine.gen.attempts import Attempt, GenContext, Outcome, run_attempts, user_message
+from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
 from awm_engine.gen.checks import run_verifier_on_initial
 from awm_engine.gen.parse import BadReply, parse_object
 
@@ -44,11 +44,8 @@ async def generate_verifier(ctx: GenContext, scenario: str, task_idx: int, task:
     wanted = FUNCTION[mode]
     last_text: list[str] = [""]
 
-    def messages(number, total, guidance):
-        return [{"role": "system", "content": prompts.VERIFIER_SYSTEM[mode]},
-                {"role": "user", "content": user_message(f"verifier-{mode}", scenario, number, total, guidance,
-                                                         prompts.verifier_user(mode, scenario, task, dump),
-                                                         task=task_idx)}]
+    messages = conversation(prompts.VERIFIER_SYSTEM[mode], f"verifier-{mode}", scenario,
+                            prompts.verifier_user(mode, scenario, task, dump), task=task_idx)
 
     async def evaluate(reply) -> Attempt:
         last_text[0] = reply.text
