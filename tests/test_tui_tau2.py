@@ -2,7 +2,6 @@
 task as the agent with a scripted simulated user answering, and the replay and verdict of a τ² rollout."""
 from __future__ import annotations
 
-import asyncio
 import json
 
 from textual.widgets import Input, OptionList, Static
@@ -203,3 +202,39 @@ async def test_the_problems_list_of_a_domain_is_awm_env_doctor(tmp_path, monkeyp
 
     row = next(r for r in tau2_rows(Tau2Data(data.root)) if r.key == "tau2_airline")
     assert row.problems.total == 3 and row.problems.errors == 2
+
+
+async def test_play_as_the_user_with_a_model_as_the_agent(tmp_path, monkeypatch):
+    """ctrl+u: the person is the user, the configured model is the agent; the conversation ends with the stop
+    token and the verdict tab shows the reward components."""
+    data = Tau2Data(FIXTURE)
+    script = {"responses": [{"content": "I have looked into it; is there anything else?"}]}
+    with FakeLLMServer(script) as server:
+        config = tmp_path / "config.toml"
+        config.write_text(f'[endpoints.sim]\nbase_url = "{server.url}"\nmodel = "scripted"\n')
+        monkeypatch.setenv("AWM_CONFIG", str(config))
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=data)
+        async with app.run_test(size=SIZE) as pilot:
+            await start(app, pilot)
+            app.open_environment("tau2_airline")
+            await start(app, pilot)
+            await pilot.press("5")
+            app.screen.query_one("#tau2-task-list", OptionList).highlighted = 0
+            await pilot.press("ctrl+u")
+            screen = app.screen
+            assert isinstance(screen, Tau2PlayScreen) and screen.mode == "user"
+            transcript = screen.query_one("#tau2-transcript")
+            field = screen.query_one("#tau2-input", Input)
+            await wait_until(pilot, lambda: not field.disabled)
+            field.value = "Please cancel reservation Z7GOZK."
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: any("anything else" in str(getattr(e, "content", ""))
+                                                for e in transcript.events))
+            await wait_until(pilot, lambda: not field.disabled)
+            field.value = f"No, thank you. {STOP}"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.done)
+            await pilot.pause()
+            assert screen.query_one("#tau2-play-tabs").active == "tau2-verdict-tab"
+        assert any("cancel reservation Z7GOZK" in str(m.get("content")) for r in server.requests
+                   for m in r.get("messages", []))  # the model, as the agent, saw what the person wrote
