@@ -165,11 +165,24 @@ def settle_heap(unfreeze: bool = False) -> None:
     gc.freeze()
 
 
+def prewarm() -> None:
+    """Import what every environment module imports before any scenario is assigned (a spare sandbox is ready to
+    load its scenario at once)."""
+    try:
+        import fastapi  # noqa: F401
+        import pydantic  # noqa: F401
+        import sqlalchemy.orm  # noqa: F401
+    except ImportError:
+        pass
+    settle_heap()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="awm-worker")
     parser.add_argument("--fd", type=int, required=True)
     args = parser.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
+    prewarm()
     sys.setswitchinterval(0.0005)  # let the I/O loop thread in often while handler threads run
     try:
         asyncio.run(serve(sock))

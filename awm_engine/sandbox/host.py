@@ -1,41 +1,85 @@
-"""What this host can enforce, probed once per process, and the awm process's own hardening.
+"""What this host enforces, measured once per process, and the awm process's own hardening.
 
-Each protection is named, and one that the host cannot provide is reported (a warning on stderr the
-first time, and the ``protections()`` record that runs write into their metadata) — never skipped
-silently.
+``protections()`` does not assume: the first time it is asked it runs a probe through the real launcher — a
+sandboxed process that tries what hostile code would (read a canary file in a fake home, connect to a path unix
+socket, an abstract socket and a TCP listener of the probe's own on loopback, send UDP there, see the parent's
+processes, ptrace, make a user namespace, leave a SysV shared-memory segment behind, signal the parent) — and
+records which attempts failed. Each protection that is off is named with why and what that exposes, on stderr
+the first time (``warn_once``), in the TUI's status bar and in every run's metadata.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from awm_engine.sandbox import landlock
+from awm_engine.sandbox import landlock, limits, seccomp
 
 PR_SET_DUMPABLE = 4
+DEFAULT_SANDBOX_UID = 1999999999
+UNSAFE_ENV = "AWM_UNSAFE_NO_SANDBOX"
+
+EXPOSES = {
+    "namespaces": "untrusted code would share the host's processes, network, IPC and filesystem",
+    "distinct_uid": "sandboxed code runs as your own uid: only the filesystem view keeps your files out of reach",
+    "filesystem_view": "untrusted code can read every file your uid can (keys, configs, other runs)",
+    "path_sockets_blocked": "untrusted code can connect to unix sockets on disk (tmux, ssh-agent, docker)",
+    "network_isolated": "untrusted code can reach the network, including services on loopback",
+    "proc_isolated": "untrusted code can see the host's processes and their command lines",
+    "ipc_isolated": "SysV IPC objects are shared with the host and can outlive the sandbox",
+    "syscall_filter": "ptrace, mount, keyctl, bpf, io_uring and similar system calls are open to untrusted code",
+    "writes_confined": "no second layer confines writes to the sandbox's own directories",
+    "signals_scoped": "untrusted code can signal processes outside its sandbox that it can see",
+    "memory_limit": "memory is limited per process only: many processes of one sandbox can exhaust the host",
+    "process_limit": "processes and threads of one sandbox are not capped",
+    "disk_quota": "a sandbox can fill the disk holding its directory",
+    "no_survivors": "processes started inside can outlive the sandbox",
+    "parent_nondumpable": "processes of your uid can read awm's memory and environment",
+}
 
 
 @dataclass
 class Protections:
-    """Which protections a sandboxed process gets on this host (True: enforced)."""
+    """Which protections a sandboxed process gets on this host (True: measured to hold)."""
 
     env_allowlist: bool = True  # only allow-listed variable names
-    proc_isolated: bool = False  # own pid namespace and /proc: no ancestor's environ is even visible
-    parent_nondumpable: bool = False  # the awm process's /proc/<pid>/environ is unreadable to others
-    network_isolated: bool = False  # own empty network namespace (or, failing that, Landlock TCP denial)
+    namespaces: bool = False  # bubblewrap: own user, mount, pid, IPC, UTS (and network) namespaces
+    distinct_uid: bool = False  # runs as a host uid that owns nothing (awm as root drops to AWM_SANDBOX_UID)
+    filesystem_view: bool = False  # a minimal read-only view: no home, host /tmp, /run, /var, other runs
+    path_sockets_blocked: bool = False  # host unix sockets on disk cannot be reached
+    network_isolated: bool = False  # no TCP, UDP or abstract-socket traffic leaves the sandbox
+    proc_isolated: bool = False  # own pid namespace and /proc
+    ipc_isolated: bool = False  # own SysV IPC: nothing of it survives the sandbox
+    syscall_filter: bool = False  # seccomp
     writes_confined: bool = False  # Landlock: writes only below the sandbox's own directories
-    limits: bool = True  # memory, processes, file size, open files, CPU time; no core dumps
+    signals_scoped: bool = False  # Landlock scoping (ABI 6): no signals or abstract sockets outside the sandbox
+    memory_limit: bool = False  # a memory cgroup per sandbox
+    process_limit: bool = False  # a pids cgroup per sandbox (or RLIMIT_NPROC in its own user namespace)
+    disk_quota: bool = False  # a size-capped tmpfs for the sandbox's writable directory
+    limits: bool = True  # per process: address space, file size, open files, CPU time; no core dumps
     no_survivors: bool = False  # everything started inside dies with the sandbox (pid namespace)
-    process_limit: bool = False  # a cap on processes and threads (pids cgroup for root, RLIMIT_NPROC otherwise)
-    off: dict[str, str] = field(default_factory=dict)  # protection -> why it is off
+    parent_nondumpable: bool = False  # the awm process's /proc/<pid>/environ is unreadable to others
+    unsafe_no_sandbox: bool = False  # the user allowed untrusted code to run without the namespace layer
+    mechanism: str = "bubblewrap"
+    off: dict[str, str] = field(default_factory=dict)  # protection -> why it is off, and what that exposes
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def summary(self) -> str:
+        """One line for a status bar."""
+        if not self.off:
+            return "sandbox: all protections on"
+        return "sandbox: OFF " + ", ".join(n.replace("_", " ") for n in sorted(self.off))
 
 
 def _set_nondumpable() -> bool:
@@ -50,112 +94,294 @@ _hardened = False
 
 def harden_parent() -> bool:
     """Make the awm process non-dumpable: its /proc/<pid>/environ and memory are no longer readable by
-    processes of the same user (sandboxes included). Idempotent; returns whether it worked."""
+    processes of the same user. Idempotent; returns whether it worked."""
     global _hardened
     if not _hardened:
         _hardened = _set_nondumpable()
     return _hardened
 
 
+def switched_off() -> set[str]:
+    """Layers switched off for testing: ``AWM_SANDBOX=off-namespaces,off-landlock,…``."""
+    value = os.environ.get("AWM_SANDBOX", "")
+    return {part.strip()[4:] for part in value.split(",") if part.strip().startswith("off-")}
+
+
 @functools.lru_cache(maxsize=1)
-def unshare_path() -> str | None:
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=1)
+def setpriv_path() -> str | None:
+    return shutil.which("setpriv")
+
+
+def unshare_path() -> str | None:  # kept for callers that still ask (nothing of awm uses unshare any more)
     return shutil.which("unshare")
 
 
-def namespace_flags(network: bool) -> list[str]:
-    """The ``unshare`` options of a sandbox: user, pid, mount (own /proc) and, unless asked, network."""
-    flags = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child"]
-    if os.environ.get("AWM_SANDBOXED") != "1":
-        # its own /proc (only its processes visible); inside a sandbox, Landlock forbids mounts, and the /proc
-        # already there is the outer sandbox's own
-        flags += ["--mount", "--mount-proc"]
-    if not network:
-        flags.append("--net")
-    return flags
-
-
-@functools.lru_cache(maxsize=1)
-def namespaces_work() -> tuple[bool, str]:
-    """Whether ``unshare`` can make user, pid, mount and network namespaces here (tried once)."""
-    tool = unshare_path()
-    if tool is None:
-        return False, "the unshare command (util-linux) is not installed"
-    if os.environ.get("AWM_SANDBOX") == "off-namespaces":
-        return False, "AWM_SANDBOX=off-namespaces"
-    try:
-        proc = subprocess.run([tool, *namespace_flags(False), "--", sys.executable, "-c", "pass"],
-                              capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"unshare failed: {exc}"
-    if proc.returncode != 0:
-        return False, "user namespaces are not permitted here: " + proc.stderr.decode(errors="replace").strip()[:200]
-    return True, ""
-
-
-@functools.lru_cache(maxsize=1)
 def pids_cgroup_root() -> Path | None:
-    """A pids-controller cgroup directory awm may create sandboxes' cgroups in (root only), or None."""
-    if os.geteuid() != 0:
-        return None
-    candidates = [Path("/sys/fs/cgroup/pids")]  # cgroup v1
-    unified = Path("/sys/fs/cgroup")
-    try:
-        if "pids" in (unified / "cgroup.subtree_control").read_text().split():
-            candidates.append(unified)  # cgroup v2 with the pids controller enabled for children
-    except OSError:
-        pass
-    for base in candidates:
-        root = base / "awm"
-        try:
-            root.mkdir(exist_ok=True)
-            probe = root / f"probe-{os.getpid()}"
-            probe.mkdir(exist_ok=True)
-            ok = (probe / "pids.max").exists() and (probe / "cgroup.procs").exists()
-            probe.rmdir()
-        except OSError:
-            continue
-        if ok:
-            return root
-    return None
+    return limits.cgroup_support()[0].get("pids")
 
 
 @functools.lru_cache(maxsize=1)
 def landlock_abi() -> int:
-    if os.environ.get("AWM_SANDBOX") == "off-landlock":
+    if "landlock" in switched_off():
         return 0
     return landlock.abi_version()
 
 
-@functools.lru_cache(maxsize=2)
-def protections(network: bool = False) -> Protections:
+def unsafe_allowed() -> bool:
+    """The user said ``--unsafe-no-sandbox`` (or ``AWM_UNSAFE_NO_SANDBOX=1``, or ``unsafe_no_sandbox = true`` under
+    ``[sandbox]`` in ``~/.config/awm/config.toml``)."""
+    if os.environ.get(UNSAFE_ENV) == "1":
+        return True
+    path = Path(os.environ.get("AWM_CONFIG") or Path.home() / ".config" / "awm" / "config.toml")
+    try:
+        import tomllib
+
+        data = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    section = data.get("sandbox")
+    return isinstance(section, dict) and section.get("unsafe_no_sandbox") is True
+
+
+@functools.lru_cache(maxsize=1)
+def namespace_layer() -> tuple[bool, str]:
+    """Whether bubblewrap can run here at all (the probe then measures what it gives)."""
+    if "namespaces" in switched_off():
+        return False, "AWM_SANDBOX=off-namespaces"
+    if bwrap_path() is None:
+        return False, "bubblewrap is not installed (Debian: apt-get install bubblewrap; `make setup` does it as root)"
+    return True, ""
+
+
+def unavailable_message() -> str:
+    ok, why = namespace_layer()
+    return ("untrusted code was not run: the sandbox's namespace layer is unavailable on this host (" + (why or
+            "bubblewrap could not create namespaces") + "). Install bubblewrap, or pass --unsafe-no-sandbox (or set "
+            "AWM_UNSAFE_NO_SANDBOX=1) to run it anyway with only the weaker protections `awm doctor sandbox` lists; "
+            "that choice is recorded in every run's metadata.")
+
+
+PROBE = r'''
+import ctypes, errno, json, os, socket, sys
+cfg = json.loads(sys.argv[1])
+r = {"uid": os.getuid()}
+r["canary"] = os.path.exists(cfg["canary"])
+r["shadow"] = os.path.exists("/etc/shadow")
+r["host_tmp"] = os.path.exists(cfg["host_tmp_marker"])
+def attempt(key, fn):
+    try:
+        fn()
+        r[key] = "ok"
+    except OSError as exc:
+        r[key] = type(exc).__name__
+def unix(path):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2)
+    try: s.connect(path)
+    finally: s.close()
+attempt("path_socket", lambda: unix(cfg["unix"]))
+attempt("abstract_socket", lambda: unix("\0" + cfg["abstract"]))
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", cfg["tcp"]), timeout=2).close())
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: s.sendto(b"awm-probe", ("127.0.0.1", cfg["udp"]))
+    finally: s.close()
+attempt("udp", udp)
+r["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
+attempt("signal_parent", lambda: os.kill(cfg["parent"], 0))
+libc = ctypes.CDLL(None, use_errno=True)
+r["ptrace"] = 0 if libc.ptrace(0, 0, 0, 0) == 0 else ctypes.get_errno()
+r["unshare"] = 0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno()
+libc.shmget.restype = ctypes.c_int
+r["shm"] = libc.shmget(cfg["shm_key"], 4096, 0o1000 | 0o600)
+with open(os.path.join(cfg["dir"], "owned"), "w") as fh:
+    fh.write("x")
+attempt("write_usr", lambda: open("/usr/awm-probe-" + cfg["tag"], "w").close())
+print(json.dumps(r))
+'''
+
+
+def _shm_keys() -> set[int]:
+    try:
+        lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    return {int(line.split()[0]) for line in lines if line.split()}
+
+
+def _measure(network: bool) -> Protections:
+    from awm_engine.sandbox import launcher
+
     p = Protections(parent_nondumpable=harden_parent())
-    ns_ok, ns_why = namespaces_work()
+    ns_ok, ns_why = namespace_layer()
     abi = landlock_abi()
-    p.proc_isolated = p.no_survivors = ns_ok
-    p.process_limit = os.geteuid() != 0 or pids_cgroup_root() is not None
+    seccomp_ok, seccomp_why = seccomp.available() if "seccomp" not in switched_off() else (False, "AWM_SANDBOX=off-seccomp")
+    groups, groups_why = limits.cgroup_support()
+    quota_ok, quota_why = limits.quota_support()
+    p.namespaces = ns_ok
+    p.unsafe_no_sandbox = not ns_ok and unsafe_allowed()
+    p.mechanism = "bubblewrap" if ns_ok else "none (unsafe: limits, Landlock and the variable allow-list only)"
+    p.syscall_filter = ns_ok and seccomp_ok
     p.writes_confined = abi >= 1
-    if network:
-        p.network_isolated = False
-    else:
-        p.network_isolated = ns_ok or abi >= 4
+    p.signals_scoped = abi >= 6
+    p.memory_limit = "memory" in groups
+    p.process_limit = "pids" in groups or (ns_ok and os.geteuid() != 0)
+    p.disk_quota = quota_ok
+    reasons: dict[str, str] = {}
+    if ns_ok or p.unsafe_no_sandbox:
+        result, why = _run_probe(launcher, p, network)
+        if result is None:
+            if ns_ok:
+                p.namespaces = p.syscall_filter = False
+                ns_ok, ns_why = False, f"the sandbox probe did not run: {why}"
+                p.unsafe_no_sandbox = unsafe_allowed()
+            reasons["probe"] = why
+        else:
+            p.distinct_uid = result["owner"] not in (0, os.getuid())
+            p.filesystem_view = not (result["canary"] or result["shadow"] or result["host_tmp"])
+            p.path_sockets_blocked = result["path_socket"] != "ok" and not result["accepted_unix"]
+            p.network_isolated = (not network and result["tcp"] != "ok" and not result["accepted_tcp"]
+                                  and not result["udp_received"] and result["abstract_socket"] != "ok")
+            p.proc_isolated = result["pids"] <= 4
+            p.no_survivors = p.proc_isolated
+            p.ipc_isolated = result["shm_left"] is False
+            p.syscall_filter = p.syscall_filter and result["ptrace"] == 1 and result["unshare"] == 1
+            p.process_limit = p.process_limit or (p.namespaces and result["uid"] != 0)
+            p.signals_scoped = result["signal_parent"] != "ok"
+            p.writes_confined = p.writes_confined and result["write_usr"] != "ok"
     if not ns_ok:
-        p.off["proc_isolated"] = p.off["no_survivors"] = ns_why
-        if abi < 4:
-            p.off["network_isolated"] = ns_why + "; and Landlock TCP rules need Landlock ABI ≥ 4"
-    if not p.process_limit:
-        p.off["process_limit"] = "running as root (exempt from RLIMIT_NPROC) and no writable pids cgroup"
-    if abi < 1:
-        p.off["writes_confined"] = "Landlock is not available on this kernel"
+        reasons["namespaces"] = ns_why
+    if not p.distinct_uid:
+        reasons["distinct_uid"] = (f"awm runs as uid {os.getuid()}, and a user namespace can only map that uid"
+                                   if os.geteuid() != 0 else ns_why or "the probe found the sandbox's files owned by "
+                                   "root or awm's uid")
+    for name, why in (("syscall_filter", seccomp_why), ("writes_confined", "Landlock is not available on this kernel"),
+                      ("signals_scoped", f"Landlock ABI {abi} < 6"), ("memory_limit", groups_why),
+                      ("process_limit", groups_why), ("disk_quota", quota_why)):
+        if not getattr(p, name):
+            reasons.setdefault(name, why or ns_why or "measured off by the probe")
+    for name in ("filesystem_view", "path_sockets_blocked", "network_isolated", "proc_isolated", "ipc_isolated",
+                 "no_survivors"):
+        if not getattr(p, name):
+            if name == "network_isolated" and network:
+                reasons[name] = "network allowed by this sandbox's policy"
+            else:
+                reasons.setdefault(name, ns_why or "measured off by the probe")
     if not p.parent_nondumpable:
-        p.off["parent_nondumpable"] = "prctl(PR_SET_DUMPABLE) failed"
+        reasons["parent_nondumpable"] = "prctl(PR_SET_DUMPABLE) failed"
+    reasons.pop("probe", None)
+    p.off = {name: f"{why}; {EXPOSES[name]}" if name in EXPOSES else why for name, why in reasons.items()}
     return p
+
+
+def _run_probe(launcher, provisional: Protections, network: bool) -> tuple[dict | None, str]:
+    """Run the probe in a real sandbox; its findings, or None and why it could not run."""
+    tag = uuid.uuid4().hex[:12]
+    work = Path(tempfile.mkdtemp(prefix="awm_probe_"))
+    listeners: list[socket.socket] = []
+    try:
+        home = work / "home"
+        home.mkdir()
+        canary = home / ".ssh-canary"
+        canary.write_text("canary")
+        canary.chmod(0o644)
+        for d in (work, home):
+            d.chmod(0o755)
+        unix_path = str(work / "probe.sock")
+        unix = socket.socket(socket.AF_UNIX)
+        unix.bind(unix_path)
+        os.chmod(unix_path, 0o777)
+        abstract = socket.socket(socket.AF_UNIX)
+        abstract.bind("\0awm-probe-" + tag)
+        tcp = socket.socket()
+        tcp.bind(("127.0.0.1", 0))
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        for s in (unix, abstract, tcp):
+            s.listen(4)
+            s.setblocking(False)
+        udp.setblocking(False)
+        listeners = [unix, abstract, tcp, udp]
+        own = work / "own"
+        own.mkdir()
+        shm_key = int(tag[:7], 16)
+        before = _shm_keys()
+        cfg = {"canary": str(canary), "unix": unix_path, "abstract": "awm-probe-" + tag,
+               "tcp": tcp.getsockname()[1], "udp": udp.getsockname()[1], "parent": os.getpid(),
+               "shm_key": shm_key, "dir": str(own), "tag": tag, "host_tmp_marker": str(home)}
+        sandbox = launcher.Sandbox(launcher.SandboxPolicy(writable=[str(own)], network=network, max_procs=16,
+                                                          memory_mb=512), "probe", protections=provisional)
+        try:
+            done = sandbox.run([sys.executable, "-S", "-c", PROBE, json.dumps(cfg)], timeout=60,
+                               capture_output=True)
+        except (OSError, subprocess.SubprocessError, launcher.SandboxUnavailable) as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        if done.returncode != 0 or not done.stdout.strip():
+            return None, (done.stderr or b"").decode(errors="replace").strip()[-300:] or f"exit {done.returncode}"
+        try:
+            result = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return None, "the probe printed no result"
+
+        def accepted(s: socket.socket) -> bool:
+            try:
+                conn, _ = s.accept()
+                conn.close()
+                return True
+            except (BlockingIOError, OSError):
+                return False
+
+        def received() -> bool:
+            try:
+                return bool(udp.recv(64))
+            except (BlockingIOError, OSError):
+                return False
+
+        result["accepted_unix"] = accepted(unix) or accepted(abstract)
+        result["accepted_tcp"] = accepted(tcp)
+        result["udp_received"] = received()
+        try:
+            result["owner"] = (own / "owned").lstat().st_uid
+        except OSError:
+            result["owner"] = 0
+        left = _shm_keys() - before
+        result["shm_left"] = bool(left) if result.get("shm", -1) >= 0 else False
+        for shmid in _shm_ids_for(shm_key):  # never leave one behind, even when the layer is off
+            ctypes.CDLL(None).shmctl(shmid, 0, None)
+        return result, ""
+    finally:
+        for s in listeners:
+            s.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _shm_ids_for(key: int) -> list[int]:
+    try:
+        lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    return [int(line.split()[1]) for line in lines if line.split() and int(line.split()[0]) == key]
+
+
+_measured: dict[bool, Protections] = {}
+
+
+def protections(network: bool = False) -> Protections:
+    """The protections sandboxes of this kind get here (measured on first use, then remembered)."""
+    if network not in _measured:
+        _measured[network] = _measure(network)
+    return _measured[network]
 
 
 _warned = False
 
 
 def warn_once(stream=None) -> Protections:
-    """Say once, plainly, which protections are off on this host."""
+    """Say once, plainly, which protections are off on this host and what that exposes."""
     global _warned
     p = protections()
     if p.off and not _warned:
@@ -163,4 +389,6 @@ def warn_once(stream=None) -> Protections:
         out = stream or sys.stderr
         for name, why in sorted(p.off.items()):
             print(f"awm sandbox: {name.replace('_', ' ')} is OFF on this host ({why})", file=out)
+        if p.unsafe_no_sandbox:
+            print("awm sandbox: running untrusted code WITHOUT the namespace layer (--unsafe-no-sandbox)", file=out)
     return p

@@ -1,22 +1,32 @@
-"""Inside the sandbox: ``python -m awm_engine.sandbox.init SPEC -- ARGV…`` (started by ``launcher.Sandbox``).
+"""Inside the sandbox, just before the untrusted code: ``python -m awm_engine.sandbox.init SPEC -- ARGV…``.
 
-As pid 1 of the sandbox's pid namespace it forks the target and stays behind only to reap orphans and
-forward signals, holding no file descriptor of the target's (so the target's death is seen at once);
-when the target exits, pid 1 exits and the kernel kills everything left in the namespace. The target
-process first gets its limits, no core dumps and its Landlock rules, then runs ARGV (a ``python -m
-module`` target runs in this same interpreter, so a sandbox costs no second Python start-up).
+bubblewrap has already built the mount, pid, network, IPC and UTS namespaces and the filesystem view. This, still
+trusted code, then: sets the per-process limits and no core dumps; when awm runs as root, drops to the sandbox's
+unprivileged uid (no groups) and enters a user namespace of its own where that uid appears as ``inside_uid``; drops
+every capability (bounding set included); sets no-new-privileges; applies Landlock (writes only below the sandbox's
+own directories; abstract unix sockets and signals scoped to the sandbox where the kernel has Landlock ABI 6);
+loads the system-call filter (``seccomp.py``); and runs ARGV (a ``python -m module`` target runs in this same
+interpreter, so a sandbox costs no second Python start-up).
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
 import runpy
 import signal
 import sys
-import threading
 
-from awm_engine.sandbox import landlock
+from awm_engine.sandbox import landlock, seccomp
+
+CLONE_NEWUSER = 0x10000000
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+CAP_LAST = 63
+
+
+class SandboxSetupError(RuntimeError):
+    pass
 
 
 def _limit(which: int, value: int | None) -> None:
@@ -30,18 +40,61 @@ def _limit(which: int, value: int | None) -> None:
             resource.setrlimit(which, (min(value, hard), hard))
 
 
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def drop_privileges(uid: int, gid: int, inside: int) -> None:
+    """Root (holding only CAP_SETUID/CAP_SETGID) becomes ``uid``:``gid`` with no groups and no capabilities, in a
+    user namespace of its own that maps ``inside`` to it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # every capability is gone now (all uids non-zero, no keep-caps)
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the uid change made /proc/self root's; it is this process's again
+    if libc.unshare(CLONE_NEWUSER) == 0:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{inside} {uid} 1\n")
+        _write("/proc/self/gid_map", f"{inside} {gid} 1\n")
+        for cap in range(CAP_LAST + 1):  # the new namespace granted a full set: give it all back
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _drop_capabilities(libc)
+    if os.getuid() == 0 or os.geteuid() == 0:
+        raise SandboxSetupError("could not drop root")
+
+
+def _drop_capabilities(libc) -> None:
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)(0, 0, 0, 0, 0, 0)
+    if libc.capset(header, data) != 0:
+        raise SandboxSetupError(f"capset failed: errno {ctypes.get_errno()}")
+
+
 def confine(spec: dict) -> None:
-    """Limits, no core dumps, then Landlock (irreversible, inherited by every child)."""
+    """Limits, no core dumps, the sandbox uid, no capabilities, Landlock, the system-call filter (irreversible,
+    inherited by every child)."""
     mb = 1024 * 1024
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_AS, spec["memory_mb"] * mb if spec.get("memory_mb") else None)
     _limit(resource.RLIMIT_FSIZE, spec["file_size_mb"] * mb if spec.get("file_size_mb") else None)
     _limit(resource.RLIMIT_NOFILE, spec.get("open_files"))
     _limit(resource.RLIMIT_CPU, spec.get("cpu_seconds"))
-    if spec.get("max_procs") and os.getuid() != 0:  # root is exempt from this limit: the launcher maps to nobody
+    if spec.get("drop_to"):
+        uid, gid = spec["drop_to"]
+        drop_privileges(int(uid), int(gid), int(spec.get("inside_uid") or 1000))
+    if spec.get("max_procs") and os.getuid() != 0:  # counted per user namespace: per sandbox
         _limit(resource.RLIMIT_NPROC, spec["max_procs"])
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SandboxSetupError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     if spec.get("landlock"):
-        landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")))
+        landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")))
+    if spec.get("seccomp"):
+        seccomp.load()
 
 
 def run_target(argv: list[str]) -> None:
@@ -52,73 +105,9 @@ def run_target(argv: list[str]) -> None:
     os.execvp(argv[0], argv)
 
 
-GRACE = 5.0  # after its starter is gone, the target may finish what it holds (close episodes) this long
-
-
-def _watch_lifeline(fd: int, child: int) -> None:
-    """The process that started the sandbox is gone (its end of the pipe closed): ask the target to stop
-    (SIGINT), give it a moment to put its files in place, then end everything inside."""
-    import time
-
-    try:
-        while os.read(fd, 1):
-            pass
-    except OSError:
-        pass
-    try:
-        os.kill(child, signal.SIGINT)
-        deadline = time.monotonic() + GRACE
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            os.kill(child, 0)  # ProcessLookupError once it is gone (reaped by the main loop)
-    except ProcessLookupError:
-        pass
-    finally:
-        try:
-            os.kill(child, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os._exit(137)
-
-
-def reap_until(child: int) -> int:
-    """Pid 1's loop: forward termination signals to the target, reap every orphan, return the target's code."""
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f: os.kill(child, s))
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            return 1
-        except InterruptedError:
-            continue
-        if pid == child:
-            return os.waitstatus_to_exitcode(status)
-
-
 def main() -> None:
     spec = json.loads(sys.argv[1])
     argv = sys.argv[sys.argv.index("--") + 1:]
-    if spec.get("cgroup"):  # every process of the sandbox counts against its pids.max
-        with open(os.path.join(spec["cgroup"], "cgroup.procs"), "w") as fh:
-            fh.write(str(os.getpid()))
-    lifeline = spec.get("lifeline")
-    if spec.get("reaper") and os.getpid() == 1:
-        child = os.fork()
-        if child:
-            # hold none of the target's descriptors (its socket, its files): only the lifeline stays
-            if lifeline is None:
-                os.closerange(3, 1 << 16)
-            else:
-                os.closerange(3, lifeline)
-                os.closerange(lifeline + 1, 1 << 16)
-            if lifeline is not None:
-                threading.Thread(target=_watch_lifeline, args=(lifeline, child), daemon=True).start()
-            code = reap_until(child)
-            os._exit(code if code >= 0 else 128 - code)
-        os.setpgid(0, 0)  # signals to the sandbox's group reach the target once, through pid 1
-    if lifeline is not None:
-        os.close(lifeline)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)

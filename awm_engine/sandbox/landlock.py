@@ -50,16 +50,26 @@ def fs_access(abi: int) -> int:
     return rights
 
 
-def restrict(writable: list[str], deny_tcp: bool = False) -> int:
-    """Confine this process: read/execute everywhere, write only below ``writable`` (plus /dev/null & co).
-    Returns the ABI used; raises OSError when Landlock is unavailable or a step fails."""
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
+def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False) -> int:
+    """Confine this process: read/execute everywhere, write only below ``writable`` (plus /dev/null & co); with
+    ``scope`` (ABI ≥ 6) it can neither connect to abstract unix sockets nor signal processes created outside its
+    Landlock domain. Returns the ABI used; raises OSError when Landlock is unavailable or a step fails."""
     abi = abi_version()
     if abi < 1:
         raise OSError("Landlock is not available on this kernel")
     libc = _libc()
     handled = fs_access(abi)
     net = (NET_BIND_TCP | NET_CONNECT_TCP) if (deny_tcp and abi >= 4) else 0
-    attr = struct.pack("QQ", handled, net) if abi >= 4 else struct.pack("Q", handled)
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if (scope and abi >= 6) else 0
+    if abi >= 6:
+        attr = struct.pack("QQQ", handled, net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("QQ", handled, net)
+    else:
+        attr = struct.pack("Q", handled)
     buf = ctypes.create_string_buffer(attr, len(attr))
     ruleset = libc.syscall(SYS_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
@@ -83,7 +93,6 @@ def restrict(writable: list[str], deny_tcp: bool = False) -> int:
         allow("/", READ)
         for device in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty"):
             allow(device, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
-        allow("/proc", READ | WRITE_FILE)  # its own /proc files (uid_map of a nested sandbox); sysctls need privileges
         for path in writable:
             allow(path, handled)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

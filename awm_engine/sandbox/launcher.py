@@ -1,39 +1,65 @@
-"""The one sandbox launcher: every process that runs generated code (environment workers, verifiers,
-served environments, database builds) is started through ``Sandbox``.
+"""The one sandbox launcher: every process that runs untrusted code (environment workers, verifiers, database
+builds, benchmark servers and executables, generated-code checks) is started through ``Sandbox``.
 
-A sandboxed process gets: an exact allow-list of environment variables; its own user, pid, mount (own
-``/proc``) and — unless network is allowed — network namespace; Landlock write confinement to its own
-directories and a private temp dir; limits on memory, processes, file size, open files (and CPU time
-where asked); no core dumps; and everything it starts dies with it. Protections the host cannot provide
-are named in ``host.protections()`` and reported, never skipped silently.
+The mechanism is bubblewrap (``bwrap``, the sandbox of Flatpak). Sandboxed code runs as an unprivileged uid that
+owns nothing on the host: when awm runs as root, bubblewrap runs privileged (it can then bind the Python runtime
+from anywhere, e.g. a pyenv under ``/root``) and the target drops to ``AWM_SANDBOX_UID`` and enters a user
+namespace of its own before any untrusted code runs (``init.py``); otherwise bubblewrap makes the user namespace
+itself. A sandboxed process gets:
+
+- its own user, mount, pid, network (unless the policy allows network), IPC, UTS and cgroup namespaces; no
+  capabilities; no further user namespaces; a new terminal session; it dies with the process that started it;
+- a minimal read-only view of the filesystem (``view.py``): the system's ``/usr``, the Python runtime and the
+  packages awm runs with, awm's own code, the policy's extra read-only paths, its own writable directories, a
+  private size-capped ``/tmp``, its own ``/proc`` and a minimal ``/dev`` — nothing else of the host (no home
+  directories, host ``/tmp``, ``/run``, ``/var``, other scenarios' data, other runs, the user's config), so path
+  unix sockets of the host are not even there to connect to;
+- a system-call filter (``seccomp.py``), and inside, Landlock write confinement and scoping of abstract unix
+  sockets and signals (``init.py``);
+- limits for the whole sandbox (``limits.py``: a memory and a pids cgroup where the host offers them) and per
+  process (address space, file size, open files, CPU time where asked, no core dumps);
+- only allow-listed environment variables (``environment.py``): no keys, tokens or endpoints.
+
+``host.protections()`` measures which of these hold on this host; a protection that is missing is reported, and
+without the namespace layer untrusted code does not run at all unless the user said ``--unsafe-no-sandbox``.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_engine.sandbox import host
+from awm_engine.sandbox import host, limits, view
 from awm_engine.sandbox.environment import scrubbed_env
 
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])  # so ``-m awm_engine…`` works inside
+PACKAGE_PARENT = view.PACKAGE_PARENT  # so ``-m awm_engine…`` works inside
+INSIDE_UID = 1000  # the uid sandboxed code sees (mapped to the unprivileged host uid)
+TMP_MB = 256  # the private /tmp's size
+
+
+class SandboxUnavailable(RuntimeError):
+    """Untrusted code was about to run without the namespace layer, and the user did not allow that."""
 
 
 @dataclass
 class SandboxPolicy:
-    writable: list[str] = field(default_factory=list)  # directories the process may write below
+    writable: list[str] = field(default_factory=list)  # directories the process may write below (bound read-write)
+    readable: list[str] = field(default_factory=list)  # extra paths it may read (data a hosted environment reads)
     network: bool = False  # environments are offline worlds: no network unless asked
-    memory_mb: int | None = 2048  # address space
-    max_procs: int | None = 64  # processes and threads of the sandbox's user
+    memory_mb: int | None = 2048  # the whole sandbox (memory cgroup) and each process's address space
+    max_procs: int | None = 64  # processes and threads of the whole sandbox
     file_size_mb: int | None = 2048
     open_files: int | None = 1024
     cpu_seconds: int | None = None  # verifiers get one
+    tmp_mb: int = TMP_MB
     env: dict[str, str] = field(default_factory=dict)  # set on top of the allow-listed variables
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,107 +73,154 @@ def default_memory_mb(kind: str) -> int:
     return {"worker": 2048, "verifier": 1024, "build": 1024, "serve": 2048}.get(kind, 2048)
 
 
+def sandbox_ids() -> tuple[int, int]:
+    """The host uid/gid sandboxed code runs as: ``AWM_SANDBOX_UID`` (default 1999999999, owning nothing) when awm
+    runs as root; awm's own uid otherwise (a user namespace cannot map another)."""
+    if os.geteuid() != 0:
+        return os.getuid(), os.getgid()
+    uid = int(os.environ.get("AWM_SANDBOX_UID") or host.DEFAULT_SANDBOX_UID)
+    return uid, uid
+
+
+def give_to_sandbox(path: Path | str) -> None:
+    """Make a directory awm created writable by the sandbox's uid (never following a symlink)."""
+    uid, gid = sandbox_ids()
+    if os.geteuid() == 0:
+        os.chown(path, uid, gid, follow_symlinks=False)
+
+
 class Sandbox:
-    """One sandboxed process: ``Sandbox(policy).popen(argv, ...)``; ``cleanup()`` removes its private tmp."""
+    """One sandboxed process: ``Sandbox(policy).popen(argv, ...)``; ``cleanup()`` ends it and removes what it had."""
 
-    def __init__(self, policy: SandboxPolicy, label: str = "awm"):
+    def __init__(self, policy: SandboxPolicy, label: str = "awm", protections: host.Protections | None = None):
         self.policy = policy
-        self.tmp = Path(tempfile.mkdtemp(prefix=f"awm_sbx_{label}_"))
-        self.protections = host.protections(policy.network)
-        self.cgroup: Path | None = None
-        self._lifeline: int | None = None  # write end of a pipe: when it closes (we end or die), the sandbox ends
+        self.label = label
+        self.name = f"awm-{label}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmp = Path("/tmp")  # the private /tmp, as the sandboxed process sees it
+        self.protections = protections or host.protections(policy.network)
+        self.cgroup: limits.SandboxCgroup | None = None
+        self._fds: list[int] = []
+        self.proc: subprocess.Popen | None = None
 
-    def _prepare_dirs(self) -> list[str]:
-        dirs = [str(self.tmp)] + [str(Path(d).resolve()) for d in self.policy.writable]
-        for d in dirs:
-            Path(d).mkdir(parents=True, exist_ok=True)
-        return dirs
+    # -- the command line ---------------------------------------------------------------------------------------
 
-    def _make_cgroup(self) -> str | None:
-        root = host.pids_cgroup_root()
-        if root is None or not self.policy.max_procs:
-            return None
-        try:
-            self.cgroup = root / self.tmp.name
-            self.cgroup.mkdir(exist_ok=True)
-            (self.cgroup / "pids.max").write_text(str(self.policy.max_procs))
-        except OSError:
-            self.cgroup = None
-        return str(self.cgroup) if self.cgroup else None
-
-    def spec(self, writable: list[str]) -> dict[str, Any]:
+    def _init_argv(self, argv: list[str], writable: list[str]) -> list[str]:
         p = self.policy
-        return {"writable": writable, "deny_tcp": not p.network, "memory_mb": p.memory_mb, "max_procs": p.max_procs,
-                "file_size_mb": p.file_size_mb, "open_files": p.open_files, "cpu_seconds": p.cpu_seconds,
-                "reaper": self.protections.proc_isolated, "cgroup": self._make_cgroup(), "lifeline": None,
-                "landlock": self.protections.writes_confined}
+        uid, gid = sandbox_ids()
+        spec = {"writable": writable + ["/tmp"], "deny_tcp": not p.network, "memory_mb": p.memory_mb,
+                "max_procs": p.max_procs, "file_size_mb": p.file_size_mb, "open_files": p.open_files,
+                "cpu_seconds": p.cpu_seconds, "landlock": self.protections.writes_confined,
+                "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,
+                # awm as root: bubblewrap runs privileged (so it can bind any source), the target drops to the
+                # sandbox uid and enters a user namespace of its own before anything untrusted runs
+                "drop_to": [uid, gid] if os.geteuid() == 0 else None, "inside_uid": INSIDE_UID}
+        return [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
 
-    def command(self, argv: list[str]) -> tuple[list[str], dict[str, str]]:
-        """The wrapped command line and its environment."""
-        writable = self._prepare_dirs()
-        spec = self.spec(writable)
-        spec["lifeline"] = getattr(self, "_lifeline_fd", None)
-        env = scrubbed_env({"HOME": str(self.tmp), "TMPDIR": str(self.tmp), "PYTHONDONTWRITEBYTECODE": "1",
-                            "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
-                                                          if x)})
-        env["AWM_SANDBOXED"] = "1"  # a sandbox started from inside this one nests without mounts
+    def _fd(self, fd: int) -> str:
+        self._fds.append(fd)
+        return str(fd)
+
+    def _bwrap_argv(self, writable: list[str], cwd: str) -> list[str]:
+        p = self.policy
+        args = [host.bwrap_path(), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+                "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "awm-sandbox"]
+        if os.geteuid() == 0:  # init.py needs these two to drop to the sandbox uid; it loses every capability there
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--unshare-user", "--disable-userns", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID)]
+        if not p.network:
+            args.append("--unshare-net")
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(p.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        for entry in view.entries(p.readable, writable, network=p.network, uid=INSIDE_UID):
+            if entry.kind == "dir":
+                args += ["--perms", "0755", "--dir", entry.dest]
+            elif entry.kind == "symlink":
+                args += ["--symlink", entry.source, entry.dest]
+            elif entry.kind == "data":
+                args += ["--perms", "0644", "--ro-bind-data", self._fd(view.data_fd(entry.source)), entry.dest]
+            else:
+                args += ["--bind" if entry.kind == "rw" else "--ro-bind", entry.source, entry.dest]
+        args += ["--chdir", cwd, "--"]
+        return args
+
+    def command(self, argv: list[str], cwd: str | None = None) -> tuple[list[str], dict[str, str]]:
+        """The wrapped command line and its environment (the descriptors it names are in ``self.pass_fds``)."""
+        writable = [str(Path(d).resolve()) for d in self.policy.writable]
+        for d in writable:
+            Path(d).mkdir(parents=True, exist_ok=True)
+            if Path(d).stat().st_uid != sandbox_ids()[0]:
+                give_to_sandbox(d)
+        env = scrubbed_env({"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+                            "PYTHONPATH": PACKAGE_PARENT})
+        env.pop("AWM_CACHE_DIR", None)
+        env["AWM_SANDBOXED"] = "1"
         env.update(self.policy.env)
-        inner = [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
-        if self.protections.proc_isolated:
-            # unshare itself ignores INT/TERM/HUP (it would otherwise die and take the sandbox down at once):
-            # pid 1 inside forwards them to the target, so a polite stop stays polite
-            return ["/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$@"', "awm-sandbox", host.unshare_path(),
-                    *host.namespace_flags(self.policy.network), "--", *inner], env
-        return inner, env
+        inner = self._init_argv(argv, writable)
+        if not self.protections.namespaces:
+            if not host.unsafe_allowed():
+                raise SandboxUnavailable(host.unavailable_message())
+            command = inner  # the user said --unsafe-no-sandbox: limits, uid and Landlock only, recorded in the run
+        else:
+            command = self._bwrap_argv(writable, cwd or "/tmp") + inner
+        self.cgroup = limits.SandboxCgroup(self.name, self.policy.memory_mb, self.policy.max_procs)
+        if self.cgroup.procs_files:  # the launching shell joins the cgroups, then becomes the sandbox
+            command = ["/bin/sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; '
+                       'shift; exec "$@"', "awm-sandbox", *self.cgroup.procs_files, "--", *command]
+        return command, env
 
-    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
-        read_end = None
-        if self.protections.proc_isolated:  # pid 1 inside watches this pipe: our death is the sandbox's
-            read_end, self._lifeline = os.pipe()
-        self._lifeline_fd = read_end
-        command, env = self.command(argv)
-        kwargs.setdefault("start_new_session", True)
-        kwargs.setdefault("cwd", str(self.tmp))
-        if read_end is not None:
-            kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + (read_end,)
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return tuple(self._fds)
+
+    def _close_fds(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = []
+
+    # -- running ------------------------------------------------------------------------------------------------
+
+    def popen(self, argv: list[str], cwd: str | None = None, **kwargs: Any) -> subprocess.Popen:
         try:
-            return subprocess.Popen(command, env=env, **kwargs)
+            command, env = self.command(argv, cwd)
+            kwargs.setdefault("start_new_session", True)
+            kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + self.pass_fds
+            self.proc = subprocess.Popen(command, env=env, cwd="/", **kwargs)
+            return self.proc
         finally:
-            if read_end is not None:
-                os.close(read_end)
+            self._close_fds()
 
     def run(self, argv: list[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
         """Run to completion (killed, with everything it started, at ``timeout``)."""
         if kwargs.pop("capture_output", False):
             kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        proc = self.popen(argv, **kwargs)
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_tree(proc)
-            out, err = proc.communicate()
-            raise subprocess.TimeoutExpired(argv, timeout, out, err) from None
+            proc = self.popen(argv, **kwargs)
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                kill_tree(proc)
+                out, err = proc.communicate()
+                raise subprocess.TimeoutExpired(argv, timeout, out, err) from None
         finally:
             self.cleanup()
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def cleanup(self) -> None:
-        if self._lifeline is not None:
-            os.close(self._lifeline)
-            self._lifeline = None
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        """Everything of the sandbox ends (its cgroups emptied) and its cgroups go."""
+        self._close_fds()
+        if self.proc is not None and self.proc.poll() is None:
+            kill_tree(self.proc)
         if self.cgroup is not None:
-            try:
-                self.cgroup.rmdir()  # empty once every process of the sandbox is gone
-            except OSError:
-                pass
+            self.cgroup.remove()
+            self.cgroup = None
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL the sandbox's process group (with a pid namespace, that ends every process inside it)."""
-    import signal
-
+    """SIGKILL the sandbox's process group (bwrap; everything inside dies with it: pid namespace, die-with-parent)."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -160,3 +233,15 @@ def kill_tree(proc: subprocess.Popen) -> None:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def private_dir(prefix: str, parent: Path | str | None = None) -> Path:
+    """A fresh directory for one sandbox's writable files, owned by the sandbox's uid (inside ``parent`` or the
+    temporary directory); the caller removes it (``shutil.rmtree`` does not follow symlinks)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=str(parent) if parent else None))
+    give_to_sandbox(path)
+    return path
+
+
+def remove_dir(path: Path | str) -> None:
+    shutil.rmtree(path, ignore_errors=True)

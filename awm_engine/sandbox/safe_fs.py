@@ -1,0 +1,160 @@
+"""File operations of the (unsandboxed) parent in directories sandboxed code could write.
+
+Sandboxed code may have replaced any entry of such a directory by a symlink, a hard link to a file of the
+parent's, a FIFO or a device node. Every operation here therefore starts from a directory the parent trusts
+(its own, created by it, whose parent the sandbox cannot write), walks each further component with
+``O_NOFOLLOW | O_DIRECTORY``, opens files with ``O_NOFOLLOW | O_NONBLOCK`` and checks with ``fstat`` that it got
+a regular file with a single link before reading a byte; deletes go through the directory's descriptor.
+Anything else is refused with ``UnsafeEntry`` naming the entry and what it was.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CHUNK = 1 << 20
+
+
+class UnsafeEntry(OSError):
+    """An entry of a sandbox-writable directory that is not what it must be (symlink, hard link, special file)."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_dir(trusted: Path | str, relative: Path | str = "") -> int:
+    """A descriptor of ``trusted/relative``: ``trusted`` is opened as given (the parent made it), every component of
+    ``relative`` without following symlinks. The caller closes it."""
+    fd = os.open(str(trusted), DIR_FLAGS)
+    try:
+        for part in Path(relative).parts:
+            if part in ("..", "/"):
+                raise UnsafeEntry(f"{relative}: '..' or '/' in a path below a sandbox directory")
+            try:
+                nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                try:
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    raise exc from None
+                raise UnsafeEntry(f"{Path(trusted) / relative}: {part} is {_kind(st.st_mode)}, not a directory "
+                                  "(refused: sandboxed code could have put it there)") from None
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(dir_fd: int, name: str, where: str = "") -> int:
+    """``name`` in ``dir_fd`` opened for reading, only if it is a regular file with one link."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (40, 6):  # ELOOP (a symlink), ENXIO (a socket)
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            raise UnsafeEntry(f"{where}{name} is {_kind(st.st_mode)} (refused: sandboxed code could have put it "
+                              "there)") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnsafeEntry(f"{where}{name} is {_kind(st.st_mode)} (refused: sandboxed code could have put it there)")
+    if st.st_nlink != 1:
+        os.close(fd)
+        raise UnsafeEntry(f"{where}{name} has {st.st_nlink} hard links (refused: it may be another file of the host)")
+    return fd
+
+
+def _copy_fd(src: int, dest: Path) -> None:
+    """Copy an open file into ``dest`` (a path in a directory the parent trusts), never following a symlink there."""
+    out = os.open(str(dest), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.lseek(src, 0, os.SEEK_SET)
+        while True:
+            block = os.read(src, CHUNK)
+            if not block:
+                break
+            view = memoryview(block)
+            while view:
+                view = view[os.write(out, view):]
+    finally:
+        os.close(out)
+
+
+def take_file(dir_fd: int, name: str, dest: Path, where: str = "") -> bool:
+    """Move ``name`` out of a sandbox directory into ``dest`` (copied through its descriptor, then unlinked there).
+    False when there is no such entry."""
+    try:
+        fd = open_regular(dir_fd, name, where)
+    except FileNotFoundError:
+        return False
+    try:
+        _copy_fd(fd, dest)
+    finally:
+        os.close(fd)
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    return True
+
+
+def read_file(trusted: Path | str, relative: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of a regular file below ``trusted`` (``limit``: at most that many)."""
+    rel = Path(relative)
+    dfd = open_dir(trusted, rel.parent)
+    try:
+        fd = open_regular(dfd, rel.name, f"{Path(trusted) / rel.parent}/")
+    finally:
+        os.close(dfd)
+    try:
+        chunks, total = [], 0
+        while limit is None or total < limit:
+            block = os.read(fd, CHUNK if limit is None else min(CHUNK, limit - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def copy_in(src: Path | str, dir_fd: int, name: str, uid: int | None = None, gid: int | None = None) -> None:
+    """Create ``name`` (it must not exist: O_EXCL, no symlink followed) in a sandbox directory with ``src``'s bytes,
+    owned by the sandbox's uid when given."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        with open(src, "rb") as fh:
+            while True:
+                block = fh.read(CHUNK)
+                if not block:
+                    break
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(fd, view):]
+        if uid is not None:
+            os.fchown(fd, uid, gid if gid is not None else uid)
+    finally:
+        os.close(fd)
+
+
+def make_dir(dir_fd: int, name: str, uid: int | None = None, gid: int | None = None) -> int:
+    """A new directory ``name`` in ``dir_fd`` (it must not exist), owned by the sandbox's uid when given; returns its
+    descriptor."""
+    os.mkdir(name, 0o700, dir_fd=dir_fd)
+    fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    if uid is not None:
+        os.fchown(fd, uid, gid if gid is not None else uid)
+    return fd

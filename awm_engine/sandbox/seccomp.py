@@ -1,0 +1,128 @@
+"""The sandbox's system-call filter, compiled by libseccomp (the library bubblewrap, Flatpak, Docker and systemd
+use) and handed to ``bwrap --seccomp FD`` as a BPF program.
+
+Everything is allowed except the calls untrusted code has no business making: tracing or reading other
+processes (``ptrace``, ``process_vm_*``, ``kcmp``), mounting and namespace games (``mount``, ``unshare``,
+``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``), the
+kernel keyring, BPF, perf, userfaultfd, io_uring (its operations bypass this filter), module and kexec
+loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``) and the like. Denied calls fail with EPERM; a call
+made through another ABI (i386 ``int 0x80``, x32) kills the process (libseccomp's bad-architecture action).
+The filter is loaded by ``init.py`` as the last step before the untrusted code (after the uid drop and the user
+namespace, which it would otherwise forbid).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import functools
+import os
+
+ACT_ALLOW = 0x7FFF0000
+ACT_ERRNO = 0x00050000
+CMP_EQ, CMP_MASKED_EQ = 4, 7
+
+DENIED = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "mount", "umount2", "pivot_root", "chroot", "setns", "unshare", "mount_setattr", "move_mount", "open_tree",
+    "fsopen", "fsconfig", "fsmount", "fspick", "open_by_handle_at", "name_to_handle_at",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "clock_adjtime",
+    "adjtimex", "iopl", "ioperm", "vhangup", "lookup_dcookie", "uselib", "nfsservctl", "personality",
+    "fanotify_init",
+)
+NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000)
+#                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+
+
+class ArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
+
+
+@functools.lru_cache(maxsize=1)
+def _lib():
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        name = ctypes.util.find_library("seccomp")
+        if not name:
+            return None
+        try:
+            lib = ctypes.CDLL(name, use_errno=True)
+        except OSError:
+            return None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.POINTER(ArgCmp)]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def available() -> tuple[bool, str]:
+    if _lib() is None:
+        return False, "libseccomp (Debian package libseccomp2) is not installed"
+    try:
+        os.close(compiled_filter())
+    except OSError as exc:
+        return False, f"libseccomp could not compile the filter: {exc}"
+    return True, ""
+
+
+def compiled_filter() -> int:
+    """A file descriptor (offset 0) holding the BPF program (as ``bwrap --seccomp FD`` takes it); the caller closes
+    it."""
+    return _build(export=True)
+
+
+def load() -> None:
+    """Load the filter into this process (sets no-new-privileges; inherited by every child, irreversible)."""
+    _build(export=False)
+
+
+def _build(export: bool) -> int:
+    lib = _lib()
+    if lib is None:
+        raise OSError("libseccomp is not available")
+    ctx = lib.seccomp_init(ACT_ALLOW)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+    try:
+        def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
+            nr = lib.seccomp_syscall_resolve_name(name.encode())
+            if nr < 0:
+                return  # not a call of this architecture
+            array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
+            rc = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), array)
+            if rc < 0:
+                raise OSError(-rc, f"seccomp_rule_add({name}) failed")
+
+        eperm = ACT_ERRNO | errno.EPERM
+        for name in DENIED:
+            rule(eperm, name)
+        rule(ACT_ERRNO | errno.ENOSYS, "clone3")  # its flags live in memory a filter cannot read
+        for flag in NAMESPACE_FLAGS:
+            rule(eperm, "clone", (0, CMP_MASKED_EQ, flag, flag))
+        for request in (TIOCSTI, TIOCLINUX):
+            rule(eperm, "ioctl", (1, CMP_MASKED_EQ, 0xFFFFFFFF, request))
+        if not export:
+            rc = lib.seccomp_load(ctx)
+            if rc < 0:
+                raise OSError(-rc, "seccomp_load failed")
+            return -1
+        fd = os.memfd_create("awm-seccomp", os.MFD_CLOEXEC)
+        rc = lib.seccomp_export_bpf(ctx, fd)
+        if rc < 0:
+            os.close(fd)
+            raise OSError(-rc, "seccomp_export_bpf failed")
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    finally:
+        lib.seccomp_release(ctx)
