@@ -31,21 +31,24 @@ async def test_an_overload_waits_for_room_instead_of_timing_out(tmp_path):
         await asyncio.gather(*(e.close() for e in episodes))
 
 
-async def test_scenario_modules_are_lru_bounded_per_worker(tmp_path):
+async def test_one_scenario_per_sandbox_and_sandboxes_are_lru_bounded(tmp_path):
     catalog = Catalog.load([make_env_dir(tmp_path / "d", {"A": "", "B": "", "C": ""})])
-    async with EnvPool(workers=1, max_loaded=2) as pool:
-        worker = pool.workers[0]
+    async with EnvPool(workers=1, max_sandboxes=2) as pool:
+        seen = {}
         for key in ("a", "b", "c"):
             episode = await pool.open_episode(catalog.get(key))
+            seen[key] = episode.worker
+            assert set(episode.worker.loaded) == {key}  # no two scenarios ever share a process
             await episode.close()
-            assert len(worker.loaded) <= 2
-        assert "a" not in worker.loaded and set(worker.loaded) == {"b", "c"}
-        episode = await pool.open_episode(catalog.get("a"))  # loaded again on demand
+            assert len([w for w in pool.workers if w.scenario is not None]) <= 2
+        assert len({id(w) for w in seen.values()}) == 3
+        assert seen["a"] not in pool.workers and not seen["a"].home.exists()  # the least recently used went
+        episode = await pool.open_episode(catalog.get("a"))  # a new sandbox on demand
         assert not (await episode.call_tool("list_notes", {})).is_error
-        await episode.close()
         # each load leaves the module's objects frozen, out of the collector's full passes (which paused opens
-        # and calls by 30-150 ms in a loaded worker); an unload thaws them so they can be collected
-        assert (await worker.request("ping"))["frozen"] > 1000
+        # and calls by 30-150 ms in a loaded worker)
+        assert (await episode.worker.request("ping"))["frozen"] > 1000
+        await episode.close()
 
 
 async def test_prefetched_episodes_are_handed_out_at_once(tmp_path):
@@ -70,7 +73,7 @@ async def test_warm_loads_a_scenario_on_every_worker_before_any_episode(tmp_path
     async with EnvPool(workers=2) as pool:
         seconds = await pool.warm(catalog.get("good"))  # the cold start, per worker (benchmarks/pool.py reports it)
         assert sorted(seconds) == [0, 1] and all(s > 0 for s in seconds.values())
-        assert all("good" in w.loaded and "other" not in w.loaded for w in pool.workers)
+        assert all(set(w.loaded) == {"good"} for w in pool.workers if w.scenario == "good")
         assert max((await pool.warm(catalog.get("good"))).values()) < 0.05  # loaded already: nothing to do
         episodes = await asyncio.gather(*(pool.open_episode(catalog.get("good")) for _ in range(4)))
         assert {e.worker.index for e in episodes} == {0, 1}  # opens find the module loaded wherever they land

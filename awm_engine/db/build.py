@@ -186,6 +186,7 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     path = Path(path).resolve()  # the sandbox runs in a directory of its own: relative paths would miss
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
+    os.chmod(scratch, 0o755)
     try:
         request = scratch / "request.json"
         request.write_text(json.dumps({"scenario": scenario, "db_schema": db_schema, "sample_data": sample_data},
@@ -196,7 +197,7 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
             result = sandbox.run([sys.executable, "-m", "awm_engine.db.build", str(request), str(out_db),
                                   str(out_report)], timeout=timeout, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE)
-            failure = None if result.returncode == 0 and out_report.is_file() else \
+            failure = None if result.returncode == 0 and out_report.is_file() and not out_report.is_symlink() else \
                 f"exited with {result.returncode}: {(result.stderr or b'').decode(errors='replace')[-500:]}"
         except subprocess.TimeoutExpired:
             failure = f"did not finish within {timeout:.0f}s"
@@ -208,9 +209,27 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
                 Path(str(path) + suffix).unlink(missing_ok=True)
             sqlite3.connect(path).close()
             return report
-        report = BuildReport.from_dict(json.loads(out_report.read_text()))
+        from awm_engine.sandbox import safe_fs
+
+        # the scratch directory was the sandbox's: its files are read through descriptors, never followed
+        partial = path.with_name(path.name + f".part-{os.getpid()}")
+        try:
+            report = BuildReport.from_dict(json.loads(safe_fs.read_file(scratch, "report.json", 64 * 1024 * 1024)))
+            dfd = safe_fs.open_dir(scratch)
+            try:
+                if not safe_fs.take_file(dfd, "out.db", partial, f"{scratch}/"):
+                    raise FileNotFoundError("the build left no database")
+            finally:
+                os.close(dfd)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            partial.unlink(missing_ok=True)
+            report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
+                                 time_dependent=time_dependence(db_schema, sample_data))
+            report.fatal = f"the sandboxed database build's output was refused: {exc}"
+            sqlite3.connect(path).close()
+            return report
         report.path = str(path)
-        os.replace(out_db, path)
+        os.replace(partial, path)
         return report
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -22,8 +22,8 @@ from awm_engine.data.paths import cache_dir
 from awm_engine.db.templates import MAX_AGE_ENV
 from awm_engine.runtime.episode import EnvLoadError, ToolResult, snapshot_database
 from awm_engine.runtime.ports import free_port
-from awm_engine.sandbox import host
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, default_memory_mb
+from awm_engine.sandbox.environment import scrubbed_env
+from awm_engine.sandbox.launcher import PACKAGE_PARENT
 
 
 class ServedEnvironment:
@@ -41,7 +41,6 @@ class ServedEnvironment:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.token = secrets.token_urlsafe(24)  # only this process's client may drive the episode
         self.proc: subprocess.Popen | None = None
-        self.sandbox: Sandbox | None = None
 
     async def start(self, timeout: float = 60.0) -> "ServedEnvironment":
         args = [sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", self.scenario,
@@ -56,17 +55,16 @@ class ServedEnvironment:
             args += ["--protocol", self.schema_check]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.run_dir / "serve.log", "ab")
-        # the server runs in the sandbox too (network allowed: it must listen), with no secrets; it may write its
-        # session directory and the template cache; the environment's code runs in its own nested sandboxes
-        extra = {"AWM_SERVE_TOKEN": self.token, "AWM_CACHE_DIR": str(cache_dir())}
-        if MAX_AGE_ENV in os.environ:
-            extra[MAX_AGE_ENV] = os.environ[MAX_AGE_ENV]
-        writable = [str(self.run_dir), str(cache_dir())]
-        if host.pids_cgroup_root() is not None:
-            writable.append(str(host.pids_cgroup_root()))
-        self.sandbox = Sandbox(SandboxPolicy(writable=writable, network=True, memory_mb=default_memory_mb("serve"),
-                                             max_procs=1024, env=extra), "serve")
-        self.proc = self.sandbox.popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        # the server is awm's own code, started with no secrets (the scrubbed environment); the environment's code
+        # runs in the server's sandboxed worker, one scenario per sandbox, as everywhere
+        env = scrubbed_env({"AWM_SERVE_TOKEN": self.token, "AWM_CACHE_DIR": str(cache_dir()),
+                            "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
+                                                          if x)})
+        for name in (MAX_AGE_ENV, "AWM_UNSAFE_NO_SANDBOX", "AWM_SANDBOX_UID", "AWM_CONFIG"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                     start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -89,8 +87,6 @@ class ServedEnvironment:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        if self.sandbox is not None:
-            self.sandbox.cleanup()
 
 
 class McpEpisode:
@@ -168,7 +164,10 @@ class McpEpisode:
             kind = awm.get("error_kind") if isinstance(awm.get("error_kind"), str) else _error_kind_of(text)
             status = awm.get("status") if isinstance(awm.get("status"), int) else None
             trace = awm.get("traceback") if isinstance(awm.get("traceback"), str) else None
-        return ToolResult(text, bool(result.is_error), status, kind, (time.perf_counter() - started) * 1000, trace)
+        original = awm.get("original_bytes")  # an awm server cut the text at the result cap (runtime/caps.py)
+        cut = awm.get("truncated") is True and isinstance(original, int) and not isinstance(original, bool)
+        return ToolResult(text, bool(result.is_error), status, kind, (time.perf_counter() - started) * 1000, trace,
+                          cut, original if cut else None)
 
     async def reset(self) -> None:
         if self.server is None:

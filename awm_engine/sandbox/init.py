@@ -98,7 +98,7 @@ def confine(spec: dict) -> None:
 
 
 def run_target(argv: list[str]) -> None:
-    if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+    if len(argv) >= 3 and os.path.abspath(argv[0]) == os.path.abspath(sys.executable) and argv[1] == "-m":
         sys.argv = [argv[2], *argv[3:]]
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
         sys.exit(0)

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_engine.sandbox import host, limits, view
+from awm_engine.sandbox import host, limits, safe_fs, view
 from awm_engine.sandbox.environment import scrubbed_env
 
 PACKAGE_PARENT = view.PACKAGE_PARENT  # so ``-m awm_engine…`` works inside
@@ -114,7 +114,10 @@ class Sandbox:
                 # awm as root: bubblewrap runs privileged (so it can bind any source), the target drops to the
                 # sandbox uid and enters a user namespace of its own before anything untrusted runs
                 "drop_to": [uid, gid] if os.geteuid() == 0 else None, "inside_uid": INSIDE_UID}
-        return [sys.executable, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
+        python = os.path.abspath(sys.executable)  # the sandbox starts in /tmp: a relative path would miss
+        if argv and argv[0] == sys.executable:
+            argv = [python, *argv[1:]]
+        return [python, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
 
     def _fd(self, fd: int) -> str:
         self._fds.append(fd)
@@ -147,6 +150,7 @@ class Sandbox:
         """The wrapped command line and its environment (the descriptors it names are in ``self.pass_fds``)."""
         writable = [str(Path(d).resolve()) for d in self.policy.writable]
         for d in writable:
+            safe_fs.mark_untrusted(d)
             Path(d).mkdir(parents=True, exist_ok=True)
             if Path(d).stat().st_uid != sandbox_ids()[0]:
                 give_to_sandbox(d)

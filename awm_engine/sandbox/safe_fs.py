@@ -158,3 +158,39 @@ def make_dir(dir_fd: int, name: str, uid: int | None = None, gid: int | None = N
     if uid is not None:
         os.fchown(fd, uid, gid if gid is not None else uid)
     return fd
+
+
+_untrusted: set[str] = set()
+
+
+def mark_untrusted(path: Path | str) -> None:
+    """``path`` is (or was) writable by sandboxed code: whatever is below it is read only through ``open_dir``."""
+    _untrusted.add(os.path.abspath(str(path)))
+
+
+def untrusted_root(path: Path | str) -> Path | None:
+    """The sandbox-writable directory ``path`` lies in, if any."""
+    p = Path(os.path.abspath(str(path)))
+    for candidate in (p, *p.parents):
+        if str(candidate) in _untrusted:
+            return candidate
+    return None
+
+
+def copy_out(src: Path, dest: Path) -> None:
+    """Copy the regular file ``src`` to ``dest`` (a path the parent trusts). Below a sandbox-writable directory every
+    component is walked without following symlinks; elsewhere the file itself must still be a regular file with one
+    link, opened without following a symlink."""
+    root = untrusted_root(src)
+    if root is not None and root != Path(os.path.abspath(str(src))):
+        dfd = open_dir(root, Path(os.path.abspath(str(src))).parent.relative_to(root))
+    else:
+        dfd = os.open(str(Path(src).parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = open_regular(dfd, Path(src).name, f"{Path(src).parent}/")
+    finally:
+        os.close(dfd)
+    try:
+        _copy_fd(fd, dest)
+    finally:
+        os.close(fd)

@@ -63,13 +63,19 @@ def run(request_path: str, out_path: str) -> int:
     request = json.loads(open(request_path).read())
     import resource
 
-    if request.get("memory_mb"):  # set here rather than in a pre-exec hook, which is unsafe in threaded parents
-        limit = int(request["memory_mb"]) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    def lower(which: int, value: int) -> None:  # the sandbox set these already; only ever lowered here
+        soft, hard = resource.getrlimit(which)
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        try:
+            resource.setrlimit(which, (cap, cap))
+        except (ValueError, OSError):
+            pass
+
+    if request.get("memory_mb"):
+        lower(resource.RLIMIT_AS, int(request["memory_mb"]) * 1024 * 1024)
     if request.get("cpu_seconds"):  # CPU time, beside the wall-clock timeout the parent enforces
-        seconds = int(request["cpu_seconds"])
-        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        lower(resource.RLIMIT_CPU, int(request["cpu_seconds"]))
+    lower(resource.RLIMIT_CORE, 0)
     mode = request["mode"]
     paths = {os.path.realpath(request["initial_db"]), os.path.realpath(request["final_db"])}
     sqlite3.connect = _read_only_connect(paths)

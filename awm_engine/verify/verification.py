@@ -1,7 +1,8 @@
 """Verification of a finished episode: verifiers in a sandboxed subprocess, the judge, the reward.
 
-``run_verifier`` executes one verifier's code in a child process with a scrubbed environment, a
-wall-clock timeout, a memory limit and read-only copies of the databases; the function is chosen and
+``run_verifier`` executes one verifier's code in a sandbox of its own (``sandbox.launcher``: its own pid, mount,
+network and IPC namespaces, no view of any other verification or of the host's processes), with a wall-clock
+timeout, a CPU-time and a memory limit and read-only copies of the databases; the function is chosen and
 called as the reference does (first ``def verify_`` line; keyword names; positional fallback).
 ``verify_run`` reads a run directory and writes ``verify.<mode>.json`` (the reference's shape) and
 ``verify.json`` (label, reward and everything that led to them).
@@ -9,16 +10,11 @@ called as the reference does (first ``def verify_`` line; keyword names; positio
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +23,8 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+from awm_engine.sandbox import safe_fs
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, private_dir
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -36,100 +33,7 @@ DEFAULT_MEMORY_MB = 1024
 ROOT = str(Path(__file__).resolve().parents[2])
 
 
-class HostError(Exception):
-    pass
-
-
-class VerifierHost:
-    """The parent's handle on ``verifier_host`` (one per process, shared by threads; restarted if it dies)."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.sandbox: Sandbox | None = None
-        self.lock = threading.Lock()
-        self.waiters: dict[str, list] = {}
-
-    def _start(self) -> None:
-        # one sandbox for the host and every verifier it forks: writes only below the shared workspace
-        if self.sandbox is not None:
-            self.sandbox.cleanup()  # the previous host's, which died
-        sandbox = self.sandbox = Sandbox(SandboxPolicy(writable=[str(workspace())], memory_mb=None, max_procs=512),
-                                         "verifier")
-        self.proc = sandbox.popen([sys.executable, "-m", "awm_engine.verify.host"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:
-            answer = json.loads(line)
-            waiter = self.waiters.get(answer["id"])
-            if waiter is not None:
-                waiter[1] = answer
-                waiter[0].set()
-        for waiter in list(self.waiters.values()):  # the host is gone: nobody else will answer
-            if not waiter[0].is_set():
-                waiter[1] = {"status": "host_died", "code": None}
-                waiter[0].set()
-
-    def run(self, request: Path, result: Path, timeout: float) -> dict:
-        rid = uuid.uuid4().hex
-        waiter = [threading.Event(), None]
-        with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            self.waiters[rid] = waiter
-            try:
-                self.proc.stdin.write((json.dumps({"id": rid, "request": str(request), "result": str(result),
-                                                   "timeout": timeout}) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError as exc:
-                self.waiters.pop(rid, None)
-                raise HostError(str(exc)) from None
-        try:
-            if not waiter[0].wait(timeout + 10):
-                raise HostError("the verifier host did not answer")
-        finally:
-            self.waiters.pop(rid, None)
-        if waiter[1]["status"] == "host_died":
-            raise HostError("the verifier host exited")
-        return waiter[1]
-
-
-_host: VerifierHost | None = None
-_host_guard = threading.Lock()
-
-
-def verifier_host() -> VerifierHost | None:
-    """The shared host, or None when ``AWM_VERIFIER_HOST=0`` asks for one fresh process per verifier."""
-    global _host
-    if os.environ.get("AWM_VERIFIER_HOST", "1") == "0":
-        return None
-    with _host_guard:
-        if _host is None:
-            _host = VerifierHost()
-        return _host
-
-
-_workspace: Path | None = None
 _executor = None
-
-
-def _shutdown() -> None:
-    """At exit: the host ends with its sandbox, and the workspace goes (nothing left in the temp directory)."""
-    host = _host
-    if host is not None and host.proc is not None:
-        try:
-            host.proc.stdin.close()  # the host ends when its input does
-            host.proc.wait(2)
-        except (OSError, ValueError, subprocess.TimeoutExpired):
-            host.proc.kill()
-        if host.sandbox is not None:
-            host.sandbox.cleanup()
-    if _workspace is not None:
-        shutil.rmtree(_workspace, ignore_errors=True)
-
-
-atexit.register(_shutdown)
 
 
 async def _in_verifier_thread(fn, *args):
@@ -143,21 +47,19 @@ async def _in_verifier_thread(fn, *args):
     return await asyncio.get_running_loop().run_in_executor(_executor, fn, *args)
 
 
-def workspace() -> Path:
-    """The directory every verification of this process works in (the verifier sandbox may write only there)."""
-    global _workspace
-    with _host_guard:
-        if _workspace is None or not _workspace.is_dir():
-            _workspace = Path(tempfile.mkdtemp(prefix="awm_verify_"))
-    return _workspace
+RESULT_LIMIT = 16 * 1024 * 1024  # a verifier's result file is read up to this size
 
 
-def _spawn(request: Path, out: Path, timeout: float, cwd: str) -> tuple[str, int | None, str]:
-    """One fresh sandboxed interpreter for this verifier (the fallback)."""
-    sandbox = Sandbox(SandboxPolicy(writable=[cwd], memory_mb=None, max_procs=64), "verifier1")
+def _spawn(work: Path, timeout: float, memory_mb: int | None, cpu_seconds: int) -> tuple[str, int | None, str]:
+    """One verification in a sandbox of its own: it sees only its own directory (its request and read-only copies
+    of the two databases) and writes only its result there; no other verifier, and no host process, is visible to
+    it, so its answer is the only one its task reads."""
+    sandbox = Sandbox(SandboxPolicy(writable=[str(work)], memory_mb=memory_mb, max_procs=64, cpu_seconds=cpu_seconds),
+                      "verifier")
     try:
-        result = sandbox.run([sys.executable, "-m", "awm_engine.verify.child", str(request), str(out)],
-                             timeout=timeout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        result = sandbox.run([sys.executable, "-m", "awm_engine.verify.child", str(work / "request.json"),
+                              str(work / "result.json")], timeout=timeout, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
     except subprocess.TimeoutExpired:
         return "timeout", None, ""
     return "exited", result.returncode, (result.stderr or b"").decode(errors="replace")[-500:]
@@ -198,35 +100,40 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         if not Path(path).is_file():
             return fail("db_missing", f"database not found: {path}")
     function = verifier.function_name
-    with tempfile.TemporaryDirectory(prefix="run_", dir=workspace()) as tmp:
-        work = Path(tmp)
-        initial_copy, final_copy = work / "initial.db", work / "final.db"
-        shutil.copyfile(initial_db, initial_copy)
-        shutil.copyfile(final_db, final_copy)
-        for p in (initial_copy, final_copy):
-            p.chmod(0o444)
+    work = private_dir("awm_verify_")
+    try:
+        try:
+            for src, name in ((initial_db, "initial.db"), (final_db, "final.db")):
+                safe_fs.copy_out(Path(src), work / name)  # refuses a symlink, hard link or special file
+                (work / name).chmod(0o444)
+        except safe_fs.UnsafeEntry as exc:
+            return fail("db_missing", f"database refused: {exc}", function)
         request = work / "request.json"
         request.write_text(json.dumps({"code": verifier.code, "function": function, "mode": mode,
-                                       "initial_db": str(initial_copy), "final_db": str(final_copy),
+                                       "initial_db": str(work / "initial.db"), "final_db": str(work / "final.db"),
                                        "final_answer": final_answer or "", "memory_mb": memory_mb,
                                        "cpu_seconds": max(1, int(timeout) + 1)}))
-        out = work / "result.json"
-        host = verifier_host()
-        status = None
-        if host is not None:
-            try:
-                answer = host.run(request, out, timeout)
-                status, code, tail = answer["status"], answer.get("code"), ""
-            except HostError:
-                status = None
-        if status is None:
-            status, code, tail = _spawn(request, out, timeout, tmp)
+        request.chmod(0o444)
+        status, code, tail = _spawn(work, timeout, memory_mb + 512 if memory_mb else None, max(1, int(timeout) + 1))
         if status == "timeout":
             return fail("timeout", f"verifier timed out after {timeout:.0f}s", function)
-        if not out.is_file():
+        try:
+            raw = safe_fs.read_file(work, "result.json", RESULT_LIMIT + 1)
+        except FileNotFoundError:
             kind = "memory" if "MemoryError" in tail else "crashed"
             return fail(kind, f"verifier process exited with {code}: {tail}", function)
-        data = json.loads(out.read_text())
+        except OSError as exc:
+            return fail("bad_return", f"the verifier's result could not be read: {exc}", function)
+        if len(raw) > RESULT_LIMIT:
+            return fail("bad_return", f"the verifier's result is over {RESULT_LIMIT} bytes", function)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            return fail("bad_return", f"the verifier's result is not JSON: {exc}", function)
+        if not isinstance(data, dict) or "status" not in data:
+            return fail("bad_return", "the verifier's result has no status", function)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if data["status"] != "ok":
         return fail(data.get("error_kind", "exception"), "Execution error: " + data.get("error", ""), function)
     value = data["value"]
