@@ -5,10 +5,28 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BFCL   := $(VENV)/.bfcl-installed
 
-.PHONY: setup bfcl tui test bench screenshots clean constraints
+.PHONY: setup system bfcl tui test bench screenshots clean constraints
+
+# the sandbox's system packages: bubblewrap (namespaces and the filesystem view) and libseccomp (the system-call
+# filter). Installed when this runs as root on a Debian-like system; otherwise what is missing is said, and
+# `awm doctor sandbox` shows what that costs (untrusted code is refused without bubblewrap unless
+# --unsafe-no-sandbox is given)
+system:
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="bubblewrap"; \
+	 ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
+	 if [ -n "$$missing" ]; then \
+	   if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	     echo "installing the sandbox's system packages:$$missing"; \
+	     apt-get install -y -q $$missing >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$missing >/dev/null; }; \
+	   else \
+	     echo "awm: missing system packages:$$missing (install them, e.g. sudo apt-get install$$missing);" \
+	          "without bubblewrap untrusted code is refused unless --unsafe-no-sandbox is given (see awm doctor sandbox)"; \
+	   fi; \
+	 fi
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "awm needs Python 3.11+"'
+	@$(MAKE) --no-print-directory system
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,ray,train]'
@@ -26,10 +44,10 @@ $(BFCL): $(STAMP) pyproject.toml constraints.txt
 
 bfcl: $(BFCL)
 
-tui: $(STAMP)
+tui: system $(STAMP)
 	$(BIN)/awm-tui
 
-test: $(STAMP) $(BFCL)
+test: system $(STAMP) $(BFCL)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
