@@ -12,7 +12,7 @@ from tinyenv import FOOTER, HEADER, SAMPLE, SCHEMA
 ATTEMPTS = r'''
 def _attempts(where):
     import glob, json as _json, os as _os, socket as _socket, subprocess as _sp, sys as _sys
-    cfg = _json.load(open(CONFIG_PATH))
+    cfg = CONFIG
     report = {"where": where}
     found = []
     for path in glob.glob("/proc/[0-9]*/environ"):
@@ -22,6 +22,21 @@ def _attempts(where):
         except OSError:
             pass
     report["secrets"] = found + [k for k, v in _os.environ.items() if "CANARY" in v]
+    for path in cfg.get("canary_files", []):
+        try:
+            if "CANARY" in open(path).read():
+                report["secrets"].append(path)
+        except OSError:
+            pass
+    if cfg.get("unix"):
+        try:
+            s = _socket.socket(_socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(cfg["unix"])
+            s.close()
+            report["unix"] = "connected"
+        except OSError as exc:
+            report["unix"] = type(exc).__name__
     writes = {}
     for target in cfg["targets"] + glob.glob(_os.path.join(cfg["templates"], "*.db")):
         try:
@@ -73,12 +88,12 @@ def verify_task_completion(initial_db_path, final_db_path, final_answer=None):
 
 
 def make_attack_dir(root: Path, config: dict) -> Path:
-    """An AWM data directory with one scenario 'Attack' whose code and verifier carry the payloads;
-    ``config`` (targets, templates, port, marker) is written next to it for the payloads to read."""
+    """An AWM data directory with one scenario 'Attack' whose code and verifier carry the payloads; ``config``
+    (targets, templates, port, marker, canary files, a unix socket) is written into the code (the sandbox sees no
+    file of the test's)."""
     root.mkdir(parents=True, exist_ok=True)
-    config_path = root / "attack_config.json"
-    config_path.write_text(json.dumps(config))
-    prelude = f"CONFIG_PATH = {str(config_path)!r}\n" + ATTEMPTS
+    literal = f"CONFIG = {config!r}\n"
+    prelude = literal + ATTEMPTS
     code = HEADER + prelude + ENV_CODE + FOOTER
     rows = {"gen_scenario": {"name": "Attack", "description": "payloads"},
             "gen_tasks": {"scenario": "Attack", "tasks": ["Do nothing."]},
@@ -86,8 +101,7 @@ def make_attack_dir(root: Path, config: dict) -> Path:
             "gen_sample": {"scenario": "Attack", "sample_data": SAMPLE},
             "gen_envs": {"scenario": "Attack", "full_code": code},
             "gen_verifier.pure_code": {"scenario": "attack", "task_idx": 0,
-                                       "verification": {"code": "import json\nCONFIG_PATH = "
-                                                        f"{str(config_path)!r}\n" + ATTEMPTS + VERIFIER}}}
+                                       "verification": {"code": "import json\n" + literal + ATTEMPTS + VERIFIER}}}
     for name, row in rows.items():
         (root / f"{name}.jsonl").write_text(json.dumps(row) + "\n")
     return root

@@ -128,7 +128,6 @@ def test_every_payload_fails_inside_the_sandbox(tmp_path, listener, monkeypatch)
     assert report["alloc"] == "MemoryError"
     assert report["forks"] < 32, p.off.get("process_limit")
     assert survivors(marker) == []  # the setsid child died with the sandbox
-    assert not sandbox.tmp.exists()  # the private temp dir is gone
 
 
 def test_allowed_network_is_opt_in(tmp_path, listener):
@@ -166,3 +165,156 @@ def test_a_missing_mechanism_is_reported_not_skipped():
     data = json.loads(out)
     assert "writes_confined" in data["off"]
     assert "awm sandbox: writes confined is OFF on this host" in data["said"]
+
+
+HOSTILE = r"""
+import ctypes, json, os, socket, sys
+cfg = json.loads(sys.argv[1])
+r = {}
+def attempt(key, fn):
+    try:
+        fn(); r[key] = "ok"
+    except OSError as exc:
+        r[key] = type(exc).__name__
+def unix(path):
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2)
+    try: s.connect(path)
+    finally: s.close()
+attempt("path_socket", lambda: unix(cfg["unix"]))
+attempt("abstract_socket", lambda: unix("\0" + cfg["abstract"]))
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try: s.sendto(b"escaped", ("127.0.0.1", cfg["udp"]))
+    finally: s.close()
+attempt("udp", udp)
+r["read"] = {}
+for path in cfg["canaries"]:
+    try:
+        r["read"][path] = open(path).read()
+    except OSError as exc:
+        r["read"][path] = type(exc).__name__
+libc = ctypes.CDLL(None, use_errno=True)
+r["ptrace"] = libc.ptrace(0, 0, 0, 0)
+r["unshare_user"] = libc.unshare(0x10000000)
+r["mount"] = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+r["shm"] = libc.shmget(cfg["shm_key"], 1 << 20, 0o1000 | 0o600)
+attempt("signal_parent", lambda: os.kill(cfg["parent"], 9))
+r["uid"] = os.getuid()
+print(json.dumps(r))
+"""
+
+
+def test_host_sockets_files_proc_and_ipc_are_out_of_reach(tmp_path):
+    """What got out last time: a path unix socket (tmux, ssh-agent), abstract sockets and UDP, canary files in a
+    fake HOME and elsewhere, ptrace/namespaces/mount, SysV shared memory outliving the sandbox, signals to awm."""
+    p = host.protections()
+    if not p.namespaces:
+        pytest.skip(f"the sandbox's namespace layer is unavailable here: {p.off.get('namespaces')}")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".config" / "awm").mkdir(parents=True)
+    canaries = [home / ".ssh" / "id_rsa", home / ".config" / "awm" / "config.toml", home / ".bash_history",
+                tmp_path / "other-run" / "final.db", tmp_path / "data" / "reference_solutions.jsonl"]
+    for c in canaries:
+        c.parent.mkdir(parents=True, exist_ok=True)
+        c.write_text("CANARY-" + c.name)
+        c.chmod(0o644)
+    for d in (tmp_path, home, home / ".ssh", home / ".config", home / ".config" / "awm"):
+        d.chmod(0o755)
+    listener_path = tmp_path / "agent.sock"
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(listener_path))
+    os.chmod(listener_path, 0o777)
+    abstract = socket.socket(socket.AF_UNIX)
+    tag = uuid.uuid4().hex[:12]
+    abstract.bind("\0awm-test-" + tag)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    for s in (unix, abstract):
+        s.listen()
+        s.setblocking(False)
+    udp.setblocking(False)
+    shm_key = int(tag[:7], 16)
+    own = tmp_path / "own"
+    cfg = {"unix": str(listener_path), "abstract": "awm-test-" + tag, "udp": udp.getsockname()[1],
+           "canaries": [str(c) for c in canaries] + ["/etc/shadow", "/root/.bash_history"], "shm_key": shm_key,
+           "parent": os.getpid()}
+    try:
+        result = Sandbox(SandboxPolicy(writable=[str(own)]), "hostile").run(
+            [sys.executable, "-c", HOSTILE, json.dumps(cfg)], timeout=60, capture_output=True)
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        report = json.loads(result.stdout.decode().strip().splitlines()[-1])
+        for s in (unix, abstract):
+            with pytest.raises(BlockingIOError):
+                s.accept()
+        with pytest.raises(BlockingIOError):
+            udp.recv(64)
+    finally:
+        for s in (unix, abstract, udp):
+            s.close()
+    assert report["path_socket"] in ("FileNotFoundError", "PermissionError"), report
+    assert report["abstract_socket"] != "ok", report  # (UDP went to the sandbox's own loopback: nothing arrived here)
+    assert all(not str(v).startswith("CANARY") for v in report["read"].values()), report["read"]
+    assert report["ptrace"] == -1 and report["unshare_user"] == -1 and report["mount"] == -1, report
+    assert report["signal_parent"] != "ok" and report["uid"] != 0, report
+    shm = Path("/proc/sysvipc/shm").read_text().split("\n")[1:]
+    assert not [line for line in shm if line.split() and int(line.split()[0]) == shm_key]  # nothing survived
+
+
+FORK_HOG = r"""
+import os, sys, time
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(90 * 1024 * 1024)  # touched: really resident
+        for j in range(0, len(block), 4096):
+            block[j] = 1
+        time.sleep(3)
+        os._exit(0)
+    kids.append(pid)
+codes = [os.waitpid(k, 0)[1] for k in kids]
+print(sum(1 for c in codes if c == 0))
+"""
+
+
+def test_memory_is_capped_for_the_whole_sandbox_not_per_process(tmp_path):
+    """Four children of 90 MB each stay under a 200 MB per-process limit; the sandbox's cgroup holds them all to
+    200 MB together, so not all four survive."""
+    if not host.protections().memory_limit:
+        pytest.skip(f"no memory cgroup here: {host.protections().off.get('memory_limit')}")
+    result = Sandbox(SandboxPolicy(writable=[str(tmp_path / "own")], memory_mb=200), "hog").run(
+        [sys.executable, "-c", FORK_HOG], timeout=120, capture_output=True)
+    survived = int(result.stdout.decode().strip().splitlines()[-1]) if result.stdout.strip() else 0
+    assert survived < 4
+
+
+def test_untrusted_code_is_refused_without_the_namespace_layer_unless_asked(tmp_path):
+    code = textwrap.dedent("""
+        import json, sys
+        from awm_engine.sandbox import host
+        from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, SandboxUnavailable
+        try:
+            r = Sandbox(SandboxPolicy(writable=[sys.argv[1]]), "t").run([sys.executable, "-c", "print(1)"],
+                                                                        timeout=60, capture_output=True)
+            out = {"ran": r.stdout.decode().strip()}
+        except SandboxUnavailable as exc:
+            out = {"refused": str(exc)}
+        p = host.protections()
+        out.update(namespaces=p.namespaces, unsafe=p.unsafe_no_sandbox, network=p.network_isolated,
+                   fs=p.filesystem_view, off=sorted(p.off))
+        print(json.dumps(out))
+    """)
+    env = {**os.environ, "AWM_SANDBOX": "off-namespaces"}
+    env.pop("AWM_UNSAFE_NO_SANDBOX", None)
+    refused = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], env=env,
+                                        capture_output=True, text=True, check=True).stdout)
+    assert "refused" in refused and "--unsafe-no-sandbox" in refused["refused"]
+    assert not refused["namespaces"] and "namespaces" in refused["off"]
+    allowed = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")],
+                                        env={**env, "AWM_UNSAFE_NO_SANDBOX": "1"}, capture_output=True, text=True,
+                                        check=True).stdout)
+    assert allowed["ran"] == "1" and allowed["unsafe"] is True
+    # measured, not assumed: without namespaces the probe finds the network, the filesystem and /proc open
+    assert allowed["network"] is False and allowed["fs"] is False
+    assert {"network_isolated", "filesystem_view", "proc_isolated"} <= set(allowed["off"])

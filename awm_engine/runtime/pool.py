@@ -88,6 +88,7 @@ class WorkerProcess:
         self._writer: asyncio.StreamWriter | None = None
 
     def _prepare_home(self) -> None:
+        safe_fs.mark_untrusted(self.home)
         if not self.home.exists():
             self.home.mkdir(parents=True)
             uid, gid = sandbox_ids()
@@ -365,6 +366,10 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     try:
         dfd = safe_fs.open_dir(home, live.relative_to(home))
     except FileNotFoundError:
+        return
+    except safe_fs.UnsafeEntry as exc:  # the episode's directory itself was swapped: nothing is taken from it
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "unsafe_entries.txt").write_text(f"{exc}\n")
         return
     try:
         run_dir.mkdir(parents=True, exist_ok=True)

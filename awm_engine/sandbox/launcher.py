@@ -113,7 +113,8 @@ class Sandbox:
                 "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,
                 # awm as root: bubblewrap runs privileged (so it can bind any source), the target drops to the
                 # sandbox uid and enters a user namespace of its own before anything untrusted runs
-                "drop_to": [uid, gid] if os.geteuid() == 0 else None, "inside_uid": INSIDE_UID}
+                "drop_to": [uid, gid] if os.geteuid() == 0 and self.protections.namespaces else None,
+                "inside_uid": INSIDE_UID}
         python = os.path.abspath(sys.executable)  # the sandbox starts in /tmp: a relative path would miss
         if argv and argv[0] == sys.executable:
             argv = [python, *argv[1:]]
