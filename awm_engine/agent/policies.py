@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.meta_protocol import display_name
+from awm_engine.data.terminal import visible
 
 
 class PolicyError(Exception):
@@ -211,7 +212,8 @@ class TerminalHumanPolicy:
         import sys
 
         self.read_line = read_line or sys.stdin.readline
-        self.write = write or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+        raw = write or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+        self.write = lambda text: raw(visible(text))  # tool names and descriptions: the environment's text
         self.counter = 0
 
     async def next_turn(self, messages, tools, mode) -> AssistantTurn:

@@ -47,6 +47,7 @@ from awm_engine.data.run_formats import (
     StepEvent,
     ToolCall,
 )
+from awm_engine.runtime import caps
 from awm_engine.runtime.episode import (
     CALL_REJECTED_KINDS,
     EpisodeHandle,
@@ -80,10 +81,16 @@ class AgentConfig:
     tool_message_role: str = "auto"  # meta mode: "user" ("Tool response:\n…"), "tool", or auto (by protocol)
     parse_think_calls: bool | None = None  # execute calls written inside <think> (None: yes for reference)
     system_prompt: str | None = None
+    # bytes of one tool result the model sees, and of tool-result text the run stores (runtime/caps.py; None:
+    # $AWM_RESULT_CAP / $AWM_TRAJECTORY_CAP, else 4 MiB / 8 MiB): recorded resolved, as in force
+    result_cap: int | str | None = None
+    trajectory_cap: int | str | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {self.protocol!r} (choose from {', '.join(PROTOCOLS)})")
+        self.result_cap = caps.result_cap(self.result_cap)
+        self.trajectory_cap = caps.trajectory_cap(self.trajectory_cap)
         reference = self.protocol == "reference"
         if self.max_turns is None:
             self.max_turns = 30 if reference else 20
@@ -178,6 +185,16 @@ class Rollout:
         self._counts = {"tool_calls": 0, "format_errors": 0, "env_errors": 0}
         self._usage: dict[str, int] = {}
         self._events_file = None
+        self._stored = caps.StoredBudget(self.config.trajectory_cap)  # what the run's files keep of tool results
+        self._stored_copies: dict[int, tuple[Any, str]] = {}  # id(object) -> (object, its stored text)
+        self._results_cut = 0
+
+    # -- what the run stores (the trajectory cap) ------------------------------------------------
+    def stored_messages(self) -> list[dict[str, Any]]:
+        """``messages`` as the run's files keep them: tool results past the trajectory cap cut (the model saw them
+        whole)."""
+        return [{**m, "content": self._stored_copies[id(m)][1]} if id(m) in self._stored_copies else m
+                for m in self.messages]
 
     # -- messages the policy sees --------------------------------------------------------------
     def visible_messages(self) -> list[dict[str, Any]]:
@@ -257,7 +274,11 @@ class Rollout:
 
     def _emit(self, event: StepEvent) -> StepEvent:
         if self._events_file is not None and not self._events_file.closed:
-            self._events_file.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            data = event.to_dict()
+            if id(event) in self._stored_copies:  # an observation past the trajectory cap: its stored copy
+                data["text"] = self._stored_copies[id(event)][1]
+            self._events_file.write(json.dumps(data, ensure_ascii=False, default=str))
+            self._events_file.write("\n")  # not appended to the line: a long one is not copied again
             self._events_file.flush()
         return event
 
@@ -343,10 +364,19 @@ class Rollout:
                 observation.text += (f"\n\nNote: your reply contained {len(calls)} function calls; only the first "
                                      "was executed. Make one call per reply.")
         self._counts["tool_calls"] += 1
+        stored, stored_cut = self._stored.store(observation.text)
+        if stored_cut is not None:
+            self._stored_copies[id(observation)] = (observation, stored)
         yield observation
-        entry["tool_response"] = {"tool_call_id": observation.call_id, "content": observation.text}
+        entry["tool_response"] = {"tool_call_id": observation.call_id, "content": stored}
+        if observation.truncated:  # cut at the result cap: the model saw the marker, the record says how much
+            entry["tool_response"].update(truncated=True, original_bytes=observation.original_bytes)
+        if stored_cut is not None:
+            entry["tool_response"]["stored_cut"] = stored_cut
         self.trajectory.append(entry)
         tool_messages = [{"role": "tool", "tool_call_id": observation.call_id, "content": observation.text}]
+        if stored_cut is not None:
+            self._stored_copies[id(tool_messages[0])] = (tool_messages[0], stored)
         for extra in (turn.tool_calls[1:] if self.config.mode == "native" else []):
             tool_messages.append({"role": "tool", "tool_call_id": extra.id, "content":
                                   "Error: only one tool call per turn is executed; this one was skipped."})
@@ -388,9 +418,16 @@ class Rollout:
         result = await self.episode.call_tool(call.tool, call.tool_arguments, **kwargs)
         if self.reference_meta and result.error_kind == "timeout":
             result.text = f"Tool call timed out after {float(self.config.call_timeout or 0):.1f}s"
-        observation = Observation(self.iteration, call.id, call.tool, observation_text(result.text, result.is_error),
+        # the environment's side cut it already (at most 4 MiB); this run's cap may be lower, and any backend counts
+        text, original = caps.cut_text(result.text, self.config.result_cap,
+                                       getattr(result, "original_bytes", None) if getattr(result, "truncated", False)
+                                       else None)
+        observation = Observation(self.iteration, call.id, call.tool, observation_text(text, result.is_error),
                                   result.is_error, result.error_kind, result.status, result.elapsed_ms)
         observation.traceback = getattr(result, "traceback", None)  # for people (events.jsonl); never the model
+        if original is not None:
+            observation.truncated, observation.original_bytes = True, original
+            self._results_cut += 1
         return observation
 
     # -- trajectory.json -----------------------------------------------------------------------
@@ -402,8 +439,11 @@ class Rollout:
             "max_iterations": self.config.max_turns, "temperature": self.meta.get("temperature", 1.0),
             "total_iterations": self.iteration, "timestamp": self.meta.get("timestamp",
                                                                            time.strftime("%Y%m%d_%H%M%S")),
-            "trajectory": self.trajectory, "messages": self.messages,
+            "trajectory": self.trajectory, "messages": self.stored_messages(),
             "awm": {"policy": self.policy.name, "config": self.config.to_dict(), "tool_role": self.tool_role,
+                    "caps": {"result_cap": self.config.result_cap, "trajectory_cap": self.config.trajectory_cap,
+                             "results_cut": self._results_cut, "stored_bytes": self._stored.used,
+                             "stored_cut": self._stored.cut},
                     "stop_reason": finished.stop_reason if finished else None,
                     "final_answer": finished.final_answer if finished else None,
                     "error": finished.error if finished else None, "usage": self._usage,
@@ -411,7 +451,8 @@ class Rollout:
         }
         # a write cancelled mid-way goes on in its thread while the cancelling side writes again: one file each
         tmp = self.run_dir / f"trajectory.json.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(data, indent=4, ensure_ascii=False, default=str))
+        with open(tmp, "w", encoding="utf-8") as fh:  # streamed: a long history is never one string in memory
+            json.dump(data, fh, indent=4, ensure_ascii=False, default=str)
         tmp.replace(self.run_dir / "trajectory.json")
 
 

@@ -6,7 +6,6 @@ import asyncio
 import json
 from pathlib import Path
 
-from rich.markup import escape
 
 from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
@@ -14,10 +13,12 @@ from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, Rollou
 from awm_engine.cli.common import (
     CliError,
     add_data_arg,
+    echo,
     get_scenario,
     load_catalog,
     print_json,
     print_warning,
+    shown,
     stderr,
 )
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
@@ -74,22 +75,22 @@ def register(verbs) -> None:
 def _print_event(event) -> None:
     if isinstance(event, ModelTurn):
         text = event.content if len(event.content) < 600 else event.content[:600] + " …"
-        stderr.print(f"[bold cyan]assistant {event.iteration}[/bold cyan] {escape(text)}")
+        stderr.print(f"[bold cyan]assistant {event.iteration}[/bold cyan] {shown(text)}")
         for call in event.native_tool_calls:
-            stderr.print(f"  [cyan]tool call[/cyan] {escape(call['name'])} {escape(call['arguments'])}")
+            stderr.print(f"  [cyan]tool call[/cyan] {shown(call['name'])} {shown(call['arguments'])}")
     elif isinstance(event, ToolCall):
-        stderr.print(f"  [green]→ {escape(event.tool or event.name)}[/green] "
-                     f"{escape(json.dumps(event.arguments, ensure_ascii=False, default=str))[:300]}")
+        arguments = json.dumps(event.arguments, ensure_ascii=False, default=str)[:300]
+        stderr.print(f"  [green]→ {shown(event.tool or event.name)}[/green] {shown(arguments)}")
     elif isinstance(event, Observation):
         colour = "red" if event.is_error else "dim"
-        stderr.print(f"  [{colour}]← {escape(event.text[:400])}[/{colour}]")
+        stderr.print(f"  [{colour}]← {shown(event.text[:400])}[/{colour}]")
         if event.traceback:
-            stderr.print(f"[dim]{escape(event.traceback.rstrip())}[/dim]", highlight=False)
+            stderr.print(f"[dim]{shown(event.traceback.rstrip())}[/dim]", highlight=False)
     elif isinstance(event, FormatError):
-        stderr.print(f"  [yellow]format error ({event.kind}): {escape(event.detail[:200])}[/yellow]")
+        stderr.print(f"  [yellow]format error ({shown(event.kind)}): {shown(event.detail[:200])}[/yellow]")
     elif isinstance(event, RolloutFinished):
-        stderr.print(f"[bold]stop: {event.stop_reason}[/bold] after {event.iterations} turns"
-                     + (f" ({escape(event.error)})" if event.error else ""))
+        stderr.print(f"[bold]stop: {shown(event.stop_reason)}[/bold] after {event.iterations} turns"
+                     + (f" ({shown(event.error)})" if event.error else ""))
 
 
 async def _agent_run(args: argparse.Namespace) -> int:
@@ -117,7 +118,7 @@ async def _agent_run(args: argparse.Namespace) -> int:
     for warning in verification_warnings(catalog, [(scenario.key, args.task)], verify_mode, judge is not None):
         print_warning(warning)
     if not args.quiet and not args.json:
-        stderr.print(f"[bold]{scenario.key}[/bold] task {args.task}: {escape(scenario.tasks[args.task])}")
+        stderr.print(f"[bold]{shown(scenario.key)}[/bold] task {args.task}: {shown(scenario.tasks[args.task])}")
     try:
         outcome = await run_episode(catalog, scenario, args.task, policy, config, args.out, verify_mode=verify_mode,
                                     judge=judge, rewards=RewardConfig(),
@@ -132,11 +133,11 @@ async def _agent_run(args: argparse.Namespace) -> int:
         print_json({"run_dir": str(outcome.run_dir), "rollout": outcome.finished.to_dict(),
                     "verification": v.to_dict() if v else None})
     else:
-        print(f"run directory: {outcome.run_dir}")
+        echo(f"run directory: {outcome.run_dir}")
         if v:
-            print(f"label: {v.label}  reward: {v.reward}" + (f"  ({v.note})" if v.note else ""))
+            echo(f"label: {v.label}  reward: {v.reward}" + (f"  ({v.note})" if v.note else ""))
     if outcome.finished.stop_reason == "llm_error":  # the model never answered: no verdict, not a failed task
-        stderr.print(f"[red]the model endpoint failed: {escape(str(outcome.finished.error))}; not verified[/red]")
+        stderr.print(f"[red]the model endpoint failed: {shown(outcome.finished.error)}; not verified[/red]")
         return 1
     return 0
 
@@ -158,11 +159,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        print(f"{report.scenario} task {report.task_id}: label {report.label}, reward {report.reward}"
-              + (f" ({report.note})" if report.note else ""))
+        echo(f"{report.scenario} task {report.task_id}: label {report.label}, reward {report.reward}"
+             + (f" ({report.note})" if report.note else ""))
         reasoning = ((report.judge or {}).get("judge_result") or {}).get("reasoning")
-        if reasoning:
-            print("judge:", str(reasoning)[:500])
+        if reasoning:  # the judge model's words: its control characters made visible
+            echo(f"judge: {str(reasoning)[:500]}")
     return 0
 
 
@@ -215,17 +216,17 @@ async def _replay(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     if not steps:
-        print(f"0 steps: {run.run_dir} recorded no turn (stop reason: {run.stop_reason or 'none: not finished'})")
-    for s in steps:
+        echo(f"0 steps: {run.run_dir} recorded no turn (stop reason: {run.stop_reason or 'none: not finished'})")
+    for s in steps:  # a run's record (tool names, arguments, tracebacks): echo makes its control characters visible
         what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
-        print(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
+        echo(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
         if s["traceback"]:  # the environment's exception behind this step's error
-            print("\n".join("       " + line for line in s["traceback"].rstrip().splitlines()))
+            echo("\n".join("       " + line for line in s["traceback"].rstrip().splitlines()))
     if "diff" in data:
         c = data["diff"]["summary"]
-        print(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")
+        echo(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")
         for t in data["diff"]["tables"]:
-            print(f"  {t['table']}: +{len(t['inserted'])} -{len(t['deleted'])} ~{len(t['updated'])}")
+            echo(f"  {t['table']}: +{len(t['inserted'])} -{len(t['deleted'])} ~{len(t['updated'])}")
     return 0
 
 

@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.bfcl import categories, scores, wheel
-from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, echo, print_json, shown, stderr, stdout
 from awm_engine.cli.options import add_executor_args, executor_from_args
 
 BFCL_LOCAL_ONLY = ("BFCL has no environments in the worker pool: its entries are executed and checked by one "
@@ -189,20 +189,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 def print_report(meta: dict) -> None:
     title = f"BFCLv3 · {meta.get('model', '')} · {meta.get('mode')} mode" + \
         (f" · {meta['policy']}" if meta.get("policy") else "")
-    table = RichTable(title=title)
+    table = RichTable(title=shown(title))  # a run's record: untrusted text
     for col in ("category", "group", "correct", "scored", "accuracy %", "errors"):
         table.add_column(col, justify="left" if col in ("category", "group") else "right")
     for name, row in meta["categories"].items():
         scored = str(row["scored"]) + ("" if row["scored"] >= row["size"] else f" of {row['size']}")
-        table.add_row(name, row["group"], str(row["correct"]), scored, scores.pct(row["accuracy"]),
-                      str(row["errors"]) if row["errors"] else "-")
+        table.add_row(shown(name), shown(row["group"]), shown(row["correct"]), shown(scored),
+                      scores.pct(row["accuracy"]), shown(row["errors"]) if row["errors"] else "-")
     stdout.print(table)
     for section, rows in scores.report_rows(meta).items():
-        part = RichTable(title=section, show_header=False)
+        part = RichTable(title=shown(section), show_header=False)
         part.add_column("what")
         part.add_column("%", justify="right")
         for label, value in rows:
-            part.add_row(label, value)
+            part.add_row(shown(label), shown(value))
         stdout.print(part)
     if meta["unsatisfiable"]:
         stdout.print("entries no answer can pass (in this mode):", markup=False)
@@ -232,7 +232,7 @@ def _print(args: argparse.Namespace, meta: dict) -> bool:
     if args.json:
         print_json(meta)
     elif args.markdown:
-        print(scores.markdown(meta), end="")
+        echo(scores.markdown(meta), end="")
     else:
         print_report(meta)
         return True

@@ -13,6 +13,7 @@ from awm_engine.cli.common import (
     get_scenario,
     load_catalog,
     print_json,
+    shown,
     stdout,
 )
 from awm_engine.data.catalog import Scenario
@@ -101,7 +102,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             stdout.print(f"      [yellow]{escape(schema_problem_note(t['schema_error']))}[/yellow]")
         for p in t["params"]:
             req = "required" if p["required"] else "optional"
-            stdout.print(f"      - {escape(p['name'])}: {escape(p['type'])} ({p['location']}, {req})"
+            stdout.print(f"      - {escape(p['name'])}: {escape(p['type'])} ({shown(p['location'])}, {req})"
                          + (f"  {escape(p['description'])}" if p["description"] else ""))
     stdout.print(f"\n[bold]Tasks ({len(data['tasks'])})[/bold]")
     for t in data["tasks"]:

@@ -25,6 +25,7 @@ from awm_engine.cli.common import (
     stderr,
     stdout,
 )
+from awm_engine.data.terminal import visible
 from awm_engine.db.build import build_database_sandboxed
 from awm_engine.db.diff import diff_databases
 from awm_engine.db.templates import TemplateCache
@@ -77,7 +78,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                 "time-dependent"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for r in reports:
-        table.add_row(Text(r.scenario), str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
+        table.add_row(Text(visible(r.scenario)), str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
                       str(sum(r.row_counts.values())), f"{r.seconds:.2f}", "yes" if r.time_dependent else "",
                       style="red" if r.fatal else ("yellow" if r.failures else None))
     stdout.print(table)

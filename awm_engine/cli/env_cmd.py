@@ -7,7 +7,9 @@ import asyncio
 import json
 import os
 import secrets
-import sys
+import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -15,8 +17,20 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
-from awm_engine.cli.common import CliError, add_data_arg, get_scenario, load_catalog, print_json, stderr, stdout
+from awm_engine.cli.common import (
+    CliError,
+    add_data_arg,
+    echo,
+    get_scenario,
+    load_catalog,
+    print_json,
+    shown,
+    stderr,
+    stdout,
+)
+from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args
 from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
+from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.openapi_tools import schema_problem_note
@@ -36,6 +50,7 @@ def register(verbs) -> None:
     where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
     serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
+    add_result_cap_arg(serve)
     add_episode_args(serve)
     serve.add_argument("--token", nargs="?", const="auto", metavar="TOKEN",
                        help="require 'Authorization: Bearer TOKEN' (no value: generate one and print it; "
@@ -58,6 +73,7 @@ def register(verbs) -> None:
     call.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT)
     call.add_argument("--keep", metavar="DIR", help="keep the episode's initial.db/final.db in DIR")
     call.add_argument("--json", action="store_true", help="print the full result record")
+    add_result_cap_arg(call)
     add_episode_args(call)
     call.set_defaults(func=cmd_call)
     test = sub.add_parser("test", help="load environments and call every GET tool once")
@@ -65,7 +81,7 @@ def register(verbs) -> None:
     which = test.add_mutually_exclusive_group()
     which.add_argument("--scenario", action="append", metavar="S")
     which.add_argument("--all", action="store_true", help="every scenario (the default)")
-    test.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
+    test.add_argument("--workers", type=int, default=None, help="worker sandboxes per scenario (default: 1)")
     test.add_argument("--json", action="store_true")
     add_episode_args(test)
     test.set_defaults(func=cmd_test)
@@ -74,7 +90,7 @@ def register(verbs) -> None:
     add_data_arg(doctor)
     doctor.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="scenarios to diagnose (default: all)")
     doctor.add_argument("--all", action="store_true", help="every scenario (the default)")
-    doctor.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU count)")
+    doctor.add_argument("--workers", type=int, default=None, help="worker sandboxes per scenario (default: 1)")
     doctor.add_argument("--json", action="store_true")
     doctor.add_argument("--tau2-data", metavar="DIR", help="a τ²-bench data directory: its domains are the scenarios "
                                                           "tau2_airline, tau2_retail and tau2_telecom")
@@ -102,6 +118,8 @@ def templates_from_args(args: argparse.Namespace) -> TemplateCache:
 async def _serve(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
 
+    stopping = _stop_on_sigterm(asyncio.current_task())
+    result_cap = result_cap_from_args(args)
     catalog = load_catalog(args, quiet=args.stdio)
     scenario = get_scenario(catalog, args.scenario)
     if args.task is not None and not 0 <= args.task < len(scenario.tasks):
@@ -125,8 +143,8 @@ async def _serve(args: argparse.Namespace) -> int:
             stderr.print(f"bearer token: {token}")
     pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
                    schema_check=args.protocol, templates=templates_from_args(args))
-    await pool.start()
     try:
+        await pool.start()
         try:
             episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
         except EnvLoadError as exc:
@@ -139,7 +157,7 @@ async def _serve(args: argparse.Namespace) -> int:
                    "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
                    "template": episode.template, "started": time.time()}
         (out / "session.json").write_text(json.dumps(session, indent=2))
-        server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl")
+        server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl", result_cap=result_cap)
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
         main = asyncio.create_task(serve_stdio(server) if args.stdio else serve_http(server, port, token))
         if not args.stdio:
@@ -152,9 +170,35 @@ async def _serve(args: argparse.Namespace) -> int:
             pass
         await episode.close()
     finally:
-        await pool.close()
+        stopping()  # a SIGTERM from now on would only interrupt the clean-up
+        await pool.close()  # the episode's databases are in the session directory now
+        # the worker's directory (template copies, module databases) goes too: nothing is left but the session
+        await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
     return 0
+
+
+def _stop_on_sigterm(task: asyncio.Task):
+    """SIGTERM stops ``task`` as Ctrl-C does (asyncio cancels the main task; uvicorn, while it serves, first shuts
+    down and then passes the signal on), so the clean-up after it runs: the episode's databases moved into the
+    session directory, the worker and its sandbox stopped and removed. Returns a function to call as the clean-up
+    starts: later SIGTERMs then leave it alone."""
+    state = {"stopping": False}
+
+    def stopping() -> None:
+        state["stopping"] = True
+
+    if threading.current_thread() is not threading.main_thread():
+        return stopping
+    loop = asyncio.get_running_loop()
+
+    def on_sigterm(signum, frame) -> None:
+        if not state["stopping"]:
+            state["stopping"] = True
+            loop.call_soon_threadsafe(task.cancel)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    return stopping
 
 
 PORT_BUSY = 3  # `awm env serve` exit code: the port is taken (nothing was started, no URL printed)
@@ -210,13 +254,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     for t in tools:
         props = t["inputSchema"].get("properties", {})
         req = set(t["inputSchema"].get("required", []))
-        table.add_row(t["name"], ", ".join(p + ("*" if p in req else "") for p in props),
-                      escape(t["description"].split("\n")[0]))
+        table.add_row(shown(t["name"]), shown(", ".join(p + ("*" if p in req else "") for p in props)),
+                      shown(str(t.get("description") or "").split("\n")[0]))
     stdout.print(table)
     return 0 if tools else 1
 
 
 async def _call(args: argparse.Namespace) -> int:
+    result_cap = result_cap_from_args(args)  # a bad --result-cap is refused before anything starts
     catalog = load_catalog(args, quiet=True)
     scenario = get_scenario(catalog, args.scenario)
     try:
@@ -231,14 +276,14 @@ async def _call(args: argparse.Namespace) -> int:
             episode = await pool.open_episode(scenario, run_dir=Path(args.keep).resolve() if args.keep else None)
         except EnvLoadError as exc:
             raise CliError(str(exc), 1) from None
-        result = await episode.call_tool(args.tool, arguments)
+        result = cap_result(await episode.call_tool(args.tool, arguments), result_cap)
         await episode.close()
     if args.json:
         print_json({"scenario": scenario.key, "tool": args.tool, "arguments": arguments, **result.to_dict()})
     else:
-        sys.stdout.write(result.text + "\n")
+        echo(result.text)  # the environment's text: its control characters made visible
     if result.traceback:  # what the environment raised (the result text is what a model sees)
-        sys.stderr.write(result.traceback.rstrip() + "\n")
+        echo(result.traceback.rstrip(), err=True)
     return 1 if result.is_error else 0
 
 
@@ -287,15 +332,15 @@ async def _test(args: argparse.Namespace) -> int:
             table.add_column(col, justify="left" if col in ("scenario", "status", "problems") else "right")
         for r, d in results:
             colour = {"ok": "green", "errors": "yellow", "broken": "red"}[r.status]
-            table.add_row(r.scenario, f"[{colour}]{r.status}[/{colour}]", "yes" if r.loads else "no", str(r.tools),
-                          str(r.get_tools), str(r.calls_ok), str(r.calls_5xx), str(r.calls_4xx),
-                          str(r.calls_other_error), f"{r.seconds:.2f}", d.summary())
+            table.add_row(shown(r.scenario), f"[{colour}]{r.status}[/{colour}]", "yes" if r.loads else "no",
+                          str(r.tools), str(r.get_tools), str(r.calls_ok), str(r.calls_5xx), str(r.calls_4xx),
+                          str(r.calls_other_error), f"{r.seconds:.2f}", shown(d.summary()))
         stdout.print(table)
         for r in reports:
             if r.error:
-                stdout.print(f"[red]{r.scenario}: {escape(r.error)}[/red]")
+                stdout.print(f"[red]{shown(r.scenario)}: {shown(r.error)}[/red]")
             for tool, error in r.invalid_schemas.items():
-                stdout.print(f"[yellow]{r.scenario}: {escape(tool)}: {escape(schema_problem_note(error))}[/yellow]")
+                stdout.print(f"[yellow]{shown(r.scenario)}: {shown(tool)}: {shown(schema_problem_note(error))}[/yellow]")
         if any(d.problems for _, d in results):
             stdout.print("awm env doctor SCENARIO lists the problems")
     return 0 if all(r.loads for r in reports) else 1

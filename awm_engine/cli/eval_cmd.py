@@ -10,7 +10,7 @@ from rich.table import Table as RichTable
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
-from awm_engine.cli.common import CliError, add_data_arg, print_json, print_warning, stderr, stdout
+from awm_engine.cli.common import CliError, add_data_arg, echo, print_json, print_warning, shown, stderr, stdout
 from awm_engine.cli.options import (
     add_agent_args,
     add_executor_args,
@@ -53,7 +53,7 @@ def register(verbs) -> None:
     run.add_argument("-k", type=positive_int, default=1, help="samples per task")
     run.add_argument("--concurrency", type=positive_int, default=8, help="rollouts in flight")
     run.add_argument("--workers", type=int, default=None,
-                     help="environment worker processes (default: CPUs); with --executor ray: actors")
+                     help="environment worker sandboxes per scenario (default: 1); with --executor ray: actors")
     run.add_argument("--pass-threshold", type=float, default=0.5)
     add_agent_args(run)
     from awm_engine.cli import tau2_cmd
@@ -210,15 +210,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _print_report(meta: dict) -> None:
     ks = pass_ks(meta)
-    table = RichTable(title=f"{meta.get('model')} · k={meta.get('k')} · {meta['overall']['rollouts']} rollouts")
+    # a run's record is untrusted text (its scenario names come from environment data): shown() in every cell
+    table = RichTable(title=shown(f"{meta.get('model')} · k={meta.get('k')} · {meta['overall']['rollouts']} rollouts"))
     for col in ["scenario", "rollouts", "mean reward", "completion"] + [f"pass@{k}" for k in ks] + \
             [f"pass^{k}" for k in ks] + ["errors"]:
         table.add_column(col, justify="left" if col == "scenario" else "right")
     for name, agg in aggregates(meta):
         errors = ", ".join(f"{c} {n}" for c, n in agg["errors"].items() if n) or "-"
-        table.add_row(name, str(agg["rollouts"]), fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
+        table.add_row(shown(name), str(agg["rollouts"]), fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
                       *[fmt(agg["pass_at_k"].get(k)) for k in ks], *[fmt(agg["pass_hat_k"].get(k)) for k in ks],
-                      errors, style="bold" if name == "overall" else None)
+                      shown(errors), style="bold" if name == "overall" else None)
     stdout.print(table)
 
 
@@ -227,7 +228,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print_json(meta)
     elif args.markdown:
-        print(markdown(meta), end="")
+        echo(markdown(meta), end="")
     else:
         _print_report(meta)
     return 0
@@ -243,7 +244,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_json(data)
         return 0
     a, b = data["a"], data["b"]
-    table = RichTable(title=f"A = {a['model']} ({a['run']})   B = {b['model']} ({b['run']})")
+    table = RichTable(title=shown(f"A = {a['model']} ({a['run']})   B = {b['model']} ({b['run']})"))
     for col in ("scenario", "reward A", "reward B", "Δ", "completion A", "completion B", "Δ", "pass@1 A",
                 "pass@1 B", "Δ"):
         table.add_column(col, justify="left" if col == "scenario" else "right")
@@ -253,7 +254,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             d = r[key]["delta"]
             cells += [fmt(r[key]["a"]), fmt(r[key]["b"]),
                       ("[green]+" if d and d > 0 else "[red]" if d and d < 0 else "") + fmt(d)]
-        table.add_row(r["scenario"], *cells, style="bold" if r["scenario"] == "overall" else None)
+        table.add_row(shown(r["scenario"]), *cells, style="bold" if r["scenario"] == "overall" else None)
     stdout.print(table)
     return 0
 
@@ -263,11 +264,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(runs)
         return 0
-    table = RichTable(title=f"evaluation runs under {args.root}")
+    table = RichTable(title=shown(f"evaluation runs under {args.root}"))
     for col in ("run", "model", "k", "rollouts", "mean reward", "created"):
         table.add_column(col)
     for r in runs:
-        table.add_row(r["run_dir"], str(r["model"]), str(r["k"]), str(r["rollouts"]), fmt(r["mean_reward"]),
-                      str(r["created"]))
+        table.add_row(shown(r["run_dir"]), shown(r["model"]), shown(r["k"]), shown(r["rollouts"]),
+                      fmt(r["mean_reward"]), shown(r["created"]))
     stdout.print(table)
     return 0

@@ -218,7 +218,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
 def print_status(status: GenStatus) -> None:
     if status.warning:
         print_warning(status.warning)
-    table = Table(title=f"generation run {status.out}")
+    table = Table(title=f"generation run {escape(str(status.out))}")
     table.add_column("scenario")
     for stage in SCENARIO_STAGES:
         table.add_column(stage)

@@ -16,7 +16,7 @@ from awm_engine.agent.policies import PolicyError
 from awm_engine.bench import report as bench_report
 from awm_engine.bench.mcp_universe import scores, tasks
 from awm_engine.bench.mcp_universe.servers import ServerConfigError, load_servers
-from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, echo, print_json, shown, stderr, stdout
 from awm_engine.cli.options import add_executor_args, executor_from_args
 
 
@@ -131,7 +131,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     for t in loaded:
         by_domain[t.domain] = by_domain.get(t.domain, 0) + 1
     for domain, n in by_domain.items():
-        stdout.print(f"{domain}: {n} tasks", highlight=False)
+        stdout.print(f"{shown(domain)}: {n} tasks", highlight=False)
     stdout.print(f"total: {len(loaded)}", highlight=False)
     return 0
 
@@ -230,7 +230,7 @@ def _print_rates(meta: dict, grouping: str, fmt: str = "text") -> None:
     text = scores.markdown(summary, f"MCP-Universe · {meta.get('model', '')} · {meta.get('mode', '')}",
                            bool(meta.get("simulation")))
     if fmt == "markdown":
-        print(text, end="")
+        echo(text, end="")
     else:
         stdout.print(text, markup=False, highlight=False)
 
@@ -296,9 +296,9 @@ def _print_tasks(run_dir: str, fmt: str) -> None:
              ", ".join(t["needs"]) or "-", "-" if t["steps"] is None else str(t["steps"]), t["reason"] or "-")
             for t in lines]
     if fmt == "markdown":
-        print("| " + " | ".join(TASK_COLUMNS) + " |\n|" + "---|" * len(TASK_COLUMNS))
+        echo("| " + " | ".join(TASK_COLUMNS) + " |\n|" + "---|" * len(TASK_COLUMNS))
         for row in rows:
-            print("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in row) + " |")
+            echo("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in row) + " |")
         return
     table = Table(title=f"MCP-Universe tasks · {run_dir}")
     for name in TASK_COLUMNS:
@@ -316,7 +316,7 @@ def cmd_bench_report(args: argparse.Namespace) -> int:
     if args.json:
         print_json(table)
     elif args.markdown:
-        print(bench_report.markdown(table), end="")
+        echo(bench_report.markdown(table), end="")
     else:
         stdout.print(bench_report.markdown(table), markup=False, highlight=False)
     for problem in table["skipped"]:

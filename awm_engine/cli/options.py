@@ -12,6 +12,7 @@ from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, re
 from awm_engine.agent.rollout import PROTOCOL_DEFAULT, PROTOCOLS, AgentConfig
 from awm_engine.cli.common import CliError
 from awm_engine.eval.batch import EXECUTORS
+from awm_engine.runtime.caps import result_cap, trajectory_cap
 
 AGENT_GROUP = "agent settings"
 EXECUTOR_GROUP = "executor"
@@ -49,9 +50,27 @@ def add_agent_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
     group.add_argument("--tool-names", choices=["reference", "prefixed", "plain"], default="reference",
                        help="how list_tools shows tool names (meta mode)")
+    add_result_cap_arg(group)
+    group.add_argument("--trajectory-cap", metavar="BYTES",
+                       help="tool-result text the run stores in total (trajectory.json, events.jsonl); past it each "
+                            "result keeps its first 1 KiB and a marker (default $AWM_TRAJECTORY_CAP or 8MiB)")
     group.add_argument("--verify", choices=["code", "sql", "none"], default="code",
                        help="verify each rollout (sql uses the LLM judge when one is configured)")
     add_endpoint_args(group, "judge")
+
+
+def add_result_cap_arg(parser) -> None:
+    parser.add_argument("--result-cap", metavar="BYTES",
+                        help="bytes of one tool result the model sees; the rest is cut, with a marker saying so "
+                             "(1K to 4MiB; default $AWM_RESULT_CAP or 4MiB)")
+
+
+def result_cap_from_args(args: argparse.Namespace) -> int:
+    """``--result-cap`` (else ``$AWM_RESULT_CAP``, else 4 MiB) in bytes; ``CliError`` for a bad size."""
+    try:
+        return result_cap(getattr(args, "result_cap", None))
+    except ValueError as exc:
+        raise CliError(f"--result-cap: {exc}") from None
 
 
 def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
@@ -68,10 +87,15 @@ def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     episode_timeout = PROTOCOL_DEFAULT if args.episode_timeout is None else (args.episode_timeout or None)
+    try:
+        trajectory = trajectory_cap(args.trajectory_cap)
+    except ValueError as exc:
+        raise CliError(f"--trajectory-cap: {exc}") from None
     return AgentConfig(mode=mode or args.mode or (endpoint.mode if endpoint else "meta"), protocol=args.protocol,
                        max_turns=args.max_turns, history_window=args.window, call_timeout=args.call_timeout,
                        episode_timeout=episode_timeout, on_format_error=args.on_format_error,
-                       tool_name_style=args.tool_names, system_prompt=prompt)
+                       tool_name_style=args.tool_names, system_prompt=prompt, result_cap=result_cap_from_args(args),
+                       trajectory_cap=trajectory)
 
 
 def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint | None:

@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.tau2.data import DEFAULT_SPLIT, DOMAINS, Tau2Data
-from awm_engine.cli.common import CliError, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, echo, print_json, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args, add_executor_args, executor_from_args, judge_from_args
 
 DATA_ENV = "AWM_TAU2_DATA"
@@ -116,7 +116,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     for col in ("domain", "tasks", "splits", "task version", "database"):
         table.add_column(col)
     for d in domains:
-        table.add_row(d["domain"], str(d["tasks"]), ", ".join(f"{k} {n}" for k, n in d["splits"].items()) or "-",
+        table.add_row(escape(d["domain"]), str(d["tasks"]), ", ".join(f"{k} {n}" for k, n in d["splits"].items()) or "-",
                       escape(d["version"] or "-"), escape(d["database"]))
     stdout.print(table)
     for p in problems:
@@ -360,7 +360,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print_json(metas if len(metas) > 1 else metas[0])
     elif args.markdown:
-        print(markdown(metas), end="")
+        echo(markdown(metas), end="")
     else:
         print_report(metas)
     return 0

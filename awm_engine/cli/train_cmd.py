@@ -6,7 +6,7 @@ import argparse
 
 from rich.markup import escape
 
-from awm_engine.cli.common import CliError, add_data_arg, load_catalog, print_json, print_warning, stderr
+from awm_engine.cli.common import CliError, add_data_arg, echo, load_catalog, print_json, print_warning, stderr
 from awm_engine.train.export import FORMATS, MissingDependency, format_for, write_records
 from awm_engine.train.grpo import assign_advantages
 from awm_engine.train.samples import DEFAULT_WINDOW, TrainingDataError, build_samples
@@ -79,7 +79,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**summary, "group_stats": [g.to_dict() for g in groups]})
     else:
-        print(f"{written} samples from {summary['rollouts']} rollouts -> {args.out} ({fmt})"
+        echo(f"{written} samples from {summary['rollouts']} rollouts -> {args.out} ({fmt})"
               + (f"; {len(groups)} groups, {len(zero)} with zero variance" if args.grpo else ""))
     return 0
 

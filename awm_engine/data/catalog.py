@@ -39,7 +39,7 @@ from awm_engine.data.records import (
     Verifier,
     verifier_mode,
 )
-from awm_engine.data.sql_guard import forbid_attach
+from awm_engine.data.sql_guard import bounded, forbid_attach
 
 FILES = {
     "scenario": "gen_scenario.jsonl",
@@ -235,7 +235,9 @@ class Scenario:
         """Tables from the schema with columns and keys, introspected from an in-memory build of the DDL."""
         schema = self.db_schema or {}
         specs = [t for t in schema.get("tables", []) if isinstance(t, dict)] if isinstance(schema, dict) else []
-        conn = forbid_attach(sqlite3.connect(":memory:"))  # the DDL is generated: it may not reach any file
+        # the DDL is generated: it may not reach any file, compute for long or build huge values in this process
+        conn = forbid_attach(sqlite3.connect(":memory:"))
+        restart_clock = bounded(conn)
         out: list[Table] = []
         try:
             for spec in specs:
@@ -245,6 +247,7 @@ class Scenario:
                 if indexes is not None and not isinstance(indexes, list):
                     table.error = f"'indexes' is a {type(indexes).__name__}, not a list"
                 try:
+                    restart_clock()
                     conn.execute(table.ddl)
                 except (sqlite3.Error, ValueError) as exc:
                     table.error = str(exc)

@@ -141,6 +141,8 @@ class Observation(StepEvent):
     status: int | None = None
     elapsed_ms: float = 0.0
     traceback: str | None = None  # the exception behind an environment error (the model never sees it)
+    truncated: bool = False  # the text was cut at the result cap (it ends with a marker saying so)
+    original_bytes: int | None = None  # its size before the cut
 
 
 @dataclass

@@ -57,3 +57,24 @@ class Deadline:
 def quote_ident(name: object) -> str:
     """A safe SQL identifier for any table or column name (``we"ird`` → ``"we""ird"``)."""
     return '"' + str(name).replace('"', '""') + '"'
+
+
+def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 << 20):
+    """Generated SQL the awm process itself runs (the catalog introspects a scenario's DDL in memory): a statement
+    that computes for longer than ``seconds`` is interrupted, and no string or blob may exceed ``max_length``
+    bytes (a ``CREATE TABLE … AS SELECT zeroblob(4e8)`` fails instead of taking the process to gigabytes).
+    Returns a function that starts the clock again (call it before each statement)."""
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_length)
+    except AttributeError:  # Python < 3.11
+        pass
+    state = {"deadline": None}
+
+    def check() -> int:
+        now = time.monotonic()
+        if state["deadline"] is None:
+            state["deadline"] = now + seconds
+        return 1 if now > state["deadline"] else 0
+
+    conn.set_progress_handler(check, 10_000)
+    return lambda: state.update(deadline=None)

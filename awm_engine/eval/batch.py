@@ -85,7 +85,7 @@ def build_record(scenario: str, task_id: int, sample: int, task: str, config: Ev
                              "format_error_stop": finished.stop_reason == "format_error"} if report else None,
         "verifier": (report.code or report.sql).to_dict() if report and (report.code or report.sql) else None,
         "judge": report.judge if report else None,
-        "usage": finished.usage, "messages": rollout.messages if rollout else [],
+        "usage": finished.usage, "messages": rollout.stored_messages() if rollout else [],  # the trajectory cap
         "tool_calls": _tool_calls(rollout) if rollout else [],
         "run_dir": str(outcome.run_dir), "initial_db": str(outcome.run_dir / "initial.db"),
         "final_db": str(outcome.run_dir / "final.db"),

@@ -51,6 +51,9 @@ class ToolResult:
     # the exception and traceback behind an environment error (an unhandled exception in a handler, where a
     # timed-out handler was stopped): for people and logs only; the model sees ``text`` alone
     traceback: str | None = None
+    # the text was cut at the result cap (runtime/caps.py; it ends with a marker saying so): its size before, in bytes
+    truncated: bool = False
+    original_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

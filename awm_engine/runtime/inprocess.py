@@ -30,7 +30,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from awm_engine.data import codeinfo
-from awm_engine.runtime import envcode
+from awm_engine.runtime import caps, envcode, protocol
 from awm_engine.runtime.asgi_call import (
     asgi_request,
     encode_request,
@@ -279,10 +279,11 @@ class Episode:
         return tool, None
 
     def call_tool_sync(self, name: str, arguments: dict[str, Any] | None = None,
-                       _slot: dict[str, Any] | None = None) -> ToolResult:
-        """Run one call on the calling thread (on a helper thread when this one runs an event loop)."""
+                       _slot: dict[str, Any] | None = None, result_cap: int | None = None) -> ToolResult:
+        """Run one call on the calling thread (on a helper thread when this one runs an event loop). The text is
+        cut at ``result_cap`` (default: ``caps.result_cap()``), here where it is made: a huge answer never leaves."""
         if asyncio._get_running_loop() is not None:
-            return _executor_for_calls().submit(self.call_tool_sync, name, arguments, _slot).result()
+            return _executor_for_calls().submit(self.call_tool_sync, name, arguments, _slot, result_cap).result()
         started = time.perf_counter()
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
@@ -312,22 +313,25 @@ class Episode:
         trace = format_traceback(response.error, self._module_file()) if response.error is not None else None
         if 400 <= response.status < 600:
             kind = "http_4xx" if response.status < 500 else "http_5xx"
-            return ToolResult(f"Error calling {name}. Status code: {response.status}. Response: {response.text}",
-                              True, response.status, kind, elapsed, trace)
-        return ToolResult(response_text(response), False, response.status, None, elapsed, trace)
+            result = ToolResult(f"Error calling {name}. Status code: {response.status}. Response: {response.text}",
+                                True, response.status, kind, elapsed, trace)
+        else:
+            result = ToolResult(response_text(response), False, response.status, None, elapsed, trace)
+        del response  # the whole answer: only its cut text goes on
+        return caps.cap_result(result, caps.worker_result_cap(result_cap), protocol.TEXT_BUDGET)
 
     def _module_file(self) -> str | None:
         return getattr(self.loaded.module, "__file__", None)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = DEFAULT_CALL_TIMEOUT) -> ToolResult:
+                        timeout: float | None = DEFAULT_CALL_TIMEOUT, result_cap: int | None = None) -> ToolResult:
         """Run one call on a worker thread. ``timeout`` counts the handler's own time only (not time queued
         behind other calls); past it the handler is interrupted. A call that completed is never reported as
-        a failure, and one stopped after it changed the database says so."""
+        a failure, and one stopped after it changed the database says so. ``result_cap``: see ``call_tool_sync``."""
         loop = asyncio.get_running_loop()
         running = asyncio.Event()
         slot: dict[str, Any] = {"thread": None, "on_start": lambda: loop.call_soon_threadsafe(running.set)}
-        future = loop.run_in_executor(_executor_for_calls(), self.call_tool_sync, name, arguments, slot)
+        future = loop.run_in_executor(_executor_for_calls(), self.call_tool_sync, name, arguments, slot, result_cap)
         if timeout is None:
             return await future
         started = asyncio.ensure_future(running.wait())

@@ -3,7 +3,9 @@
 Tools are the environment's routes with fastapi-mcp's names, descriptions and input schemas; a call
 goes to the episode (hosted by a worker process) and returns exactly the text the in-process path
 returns, with ``isError`` set for rejected calls and HTTP errors. The traceback behind an error goes to
-``calls.jsonl``, to the worker's log (``server.log``) and into the result's ``_meta`` (never its text).
+``calls.jsonl``, to the worker's log (``server.log``) and into the result's ``_meta`` (never its text). A text cut
+at the result cap (``runtime/caps.py``) says so in its marker, in ``_meta`` and in ``calls.jsonl``, which keeps no
+result text.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from fastmcp.tools.base import ToolResult as McpToolResult
 from mcp.types import TextContent
 from pydantic import PrivateAttr
 
+from awm_engine.runtime import caps
 from awm_engine.runtime.http_guard import LoopbackGuard
 
 HOST = "127.0.0.1"
@@ -30,23 +33,29 @@ class EpisodeTool(Tool):
 
     _episode: Any = PrivateAttr(default=None)
     _log: Any = PrivateAttr(default=None)
+    _result_cap: int | None = PrivateAttr(default=None)
 
     async def run(self, arguments: dict[str, Any]) -> McpToolResult:
         result = await self._episode.call_tool(self.name, arguments)
+        if self._result_cap is not None:  # the worker cut at its own cap already; this server's may be lower
+            result = caps.cap_result(result, self._result_cap)
         if self._log is not None:
             self._log({"time": time.time(), "tool": self.name, "arguments": arguments, "is_error": result.is_error,
                        "status": result.status, "error_kind": result.error_kind,
-                       "elapsed_ms": round(result.elapsed_ms, 3), "traceback": result.traceback})
+                       "elapsed_ms": round(result.elapsed_ms, 3), "traceback": result.traceback,
+                       **({"truncated": True, "original_bytes": result.original_bytes}
+                          if getattr(result, "truncated", False) else {})})
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error,
                              meta=error_meta(result))
 
 
 def error_meta(result: Any) -> dict[str, Any] | None:
     """``_meta`` of an error result: its kind, HTTP status and traceback for awm's own MCP client (the text,
-    which is all a model sees, stays exactly the reference's)."""
+    which is all a model sees, stays exactly the reference's); of a result cut at the result cap: its size before."""
+    cut = {"truncated": True, "original_bytes": result.original_bytes} if getattr(result, "truncated", False) else {}
     if not result.is_error:
-        return None
-    return {"awm": {"error_kind": result.error_kind, "status": result.status, "traceback": result.traceback}}
+        return {"awm": cut} if cut else None
+    return {"awm": {"error_kind": result.error_kind, "status": result.status, "traceback": result.traceback, **cut}}
 
 
 class UnknownToolAsResult(Middleware):
@@ -65,7 +74,9 @@ class UnknownToolAsResult(Middleware):
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=True)
 
 
-def build_server(episode: Any, name: str, log_path: Path | None = None) -> FastMCP:
+def build_server(episode: Any, name: str, log_path: Path | None = None, result_cap: int | None = None) -> FastMCP:
+    """``result_cap``: cut every result's text at this many bytes (``runtime/caps.py``; None: as the episode
+    returns it)."""
     server = FastMCP(name=name, instructions=f"AWM environment {name}. You are logged in as user 1.")
     server.add_middleware(UnknownToolAsResult(episode, {t["name"] for t in episode.list_tools()}))
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None
@@ -78,6 +89,7 @@ def build_server(episode: Any, name: str, log_path: Path | None = None) -> FastM
         tool = EpisodeTool(name=spec["name"], description=spec["description"], parameters=spec["inputSchema"])
         tool._episode = episode
         tool._log = log if log_file else None
+        tool._result_cap = result_cap
         server.add_tool(tool)
     return server
 

@@ -128,8 +128,10 @@ class WorkerProcess:
         self._watch_task = asyncio.create_task(self._watch(self.proc, self.generation))
 
     async def _watch(self, proc: subprocess.Popen, generation: int) -> None:
-        """Worker death is seen from the process itself (a child it forked may keep the socket open)."""
-        code = await asyncio.to_thread(proc.wait)
+        """Worker death is seen from the process itself (a child it forked may keep the socket open), through a pidfd
+        on the event loop: no thread per worker (one each had filled the default executor, starving template
+        builds)."""
+        code = await wait_for_exit(proc)
         if self.generation == generation and self.alive:
             self._fail_pending(f"environment worker {self.index} exited with {code} (log: {self.log_path})")
 
@@ -184,10 +186,29 @@ class WorkerProcess:
             try:
                 self._writer.write(protocol.shutdown())
                 await self._writer.drain()
-                await asyncio.wait_for(asyncio.to_thread(self.proc.wait), 3)
+                await asyncio.wait_for(wait_for_exit(self.proc), 3)
             except (OSError, asyncio.TimeoutError, TimeoutError):
                 pass
         self.kill()
+
+
+async def wait_for_exit(proc: subprocess.Popen) -> int:
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (OSError, AttributeError):
+        return await asyncio.to_thread(proc.wait)
+    try:
+        if proc.poll() is None:
+            done = loop.create_future()
+            loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+            try:
+                await done
+            finally:
+                loop.remove_reader(fd)
+    finally:
+        os.close(fd)
+    return proc.wait()
 
 
 @dataclass

@@ -11,7 +11,13 @@ import traceback
 from typing import Any
 
 OPS = ("ping", "load", "unload", "open", "call", "list_tools", "reset", "close", "shutdown")
-LINE_LIMIT = 1 << 26  # the largest line either side reads (a tool answer can be large)
+# the largest line either side reads: a longer one fails the reader (the parent then restarts that worker), so
+# a worker that sends a giant line anyway costs the parent at most about twice this in buffers. Honest answers fit:
+# a tool result's text is cut at the result cap (runtime/caps.py, at most 4 MiB), and shorter still when its JSON
+# encoding would take more than TEXT_BUDGET (escaped control characters take six bytes each)
+LINE_LIMIT = 16 << 20
+TEXT_BUDGET = LINE_LIMIT - (1 << 20)  # the rest of the line: the answer's other fields (a traceback is ≤ 20,000 chars)
+ERROR_TEXT_LIMIT = 64 << 10  # characters of an error's message and traceback that an error answer carries
 
 
 class WorkerError(Exception):
@@ -50,8 +56,16 @@ def ok_reply(rid: Any, result: dict[str, Any]) -> bytes:
 
 def error_reply(rid: Any, exc: BaseException, kind: str | None = None) -> bytes:
     return encode({"id": rid, "ok": False, "kind": kind or type(exc).__name__,
-                   "error": str(exc) if kind else f"{type(exc).__name__}: {exc}",
-                   "traceback": "".join(traceback.format_exception(exc, limit=8))})
+                   "error": _clip(str(exc) if kind else f"{type(exc).__name__}: {exc}"),
+                   "traceback": _clip("".join(traceback.format_exception(exc, limit=8)))})
+
+
+def _clip(text: str) -> str:
+    """An error's text short enough for one line whatever it says (code can raise with a message of any size)."""
+    if len(text) <= ERROR_TEXT_LIMIT:
+        return text
+    half = ERROR_TEXT_LIMIT // 2
+    return f"{text[:half]}\n… ({len(text) - ERROR_TEXT_LIMIT:,} characters left out) …\n{text[-half:]}"
 
 
 def result_of(message: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from awm_engine.runtime import protocol
+from awm_engine.runtime import caps, protocol
 from awm_engine.runtime.envcode import EnvCodeError
 from awm_engine.runtime.hosted import load_hosted
 from awm_engine.runtime.inprocess import Episode, LoadedEnv
@@ -96,8 +96,13 @@ class WorkerState:
         episode = self.episodes.get(msg.get("episode", ""))
         if episode is None:
             raise KeyError(f"unknown episode {msg.get('episode')!r}")
-        if op == "call":
-            result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"))
+        if op == "call":  # the text is cut at the result cap here, before it is sent (runtime/caps.py)
+            cap = caps.worker_result_cap(msg.get("result_cap"))
+            if isinstance(episode, Episode):  # cut where the text is made
+                result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"), cap)
+            else:
+                result = caps.cap_result(await episode.call_tool(msg["tool"], msg.get("arguments"),
+                                                                 msg.get("timeout")), cap, protocol.TEXT_BUDGET)
             if result.traceback:
                 log_traceback(episode, msg["tool"], result)
             return {**result.to_dict(), "stuck": episode.stuck}

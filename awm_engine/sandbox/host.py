@@ -195,12 +195,25 @@ r["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
 attempt("signal_parent", lambda: os.kill(cfg["parent"], 0))
 libc = ctypes.CDLL(None, use_errno=True)
 r["ptrace"] = 0 if libc.ptrace(0, 0, 0, 0) == 0 else ctypes.get_errno()
-r["unshare"] = 0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno()
+child = os.fork()  # in a child: where it is allowed (no filter), it must not change this process
+if child == 0:
+    os._exit(0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno())
+r["unshare"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 libc.shmget.restype = ctypes.c_int
 r["shm"] = libc.shmget(cfg["shm_key"], 4096, 0o1000 | 0o600)
 with open(os.path.join(cfg["dir"], "owned"), "w") as fh:
     fh.write("x")
 attempt("write_usr", lambda: open("/usr/awm-probe-" + cfg["tag"], "w").close())
+def fill():
+    with open(os.path.join(cfg["dir"], "fill"), "wb") as fh:
+        for _ in range(cfg["quota_mb"] * 2):
+            fh.write(b"\0" * (1 << 20))
+            fh.flush()
+attempt("fill_quota", fill)
+try:
+    os.unlink(os.path.join(cfg["dir"], "fill"))
+except OSError:
+    pass
 print(json.dumps(r))
 '''
 
@@ -253,6 +266,9 @@ def _measure(network: bool) -> Protections:
             p.process_limit = p.process_limit or (p.namespaces and result["uid"] != 0)
             p.signals_scoped = result["signal_parent"] != "ok"
             p.writes_confined = p.writes_confined and result["write_usr"] != "ok"
+            p.disk_quota = p.disk_quota and result["quota_held"]
+            if quota_ok and not p.disk_quota:
+                quota_why = "the probe's size-capped tmpfs did not hold (mount failed or writes went past it)"
     if not ns_ok:
         reasons["namespaces"] = ns_why
     if not p.distinct_uid:
@@ -283,6 +299,7 @@ def _run_probe(launcher, provisional: Protections, network: bool) -> tuple[dict 
     tag = uuid.uuid4().hex[:12]
     work = Path(tempfile.mkdtemp(prefix="awm_probe_"))
     listeners: list[socket.socket] = []
+    quota_mounted, shm_key, own = False, -1, work / "own"
     try:
         home = work / "home"
         home.mkdir()
@@ -308,11 +325,13 @@ def _run_probe(launcher, provisional: Protections, network: bool) -> tuple[dict 
         listeners = [unix, abstract, tcp, udp]
         own = work / "own"
         own.mkdir()
+        quota_mb = 8
+        quota_mounted = limits.mount_quota(own, quota_mb, *launcher.sandbox_ids())
         shm_key = int(tag[:7], 16)
         before = _shm_keys()
         cfg = {"canary": str(canary), "unix": unix_path, "abstract": "awm-probe-" + tag,
                "tcp": tcp.getsockname()[1], "udp": udp.getsockname()[1], "parent": os.getpid(),
-               "shm_key": shm_key, "dir": str(own), "tag": tag, "host_tmp_marker": str(home)}
+               "shm_key": shm_key, "dir": str(own), "tag": tag, "host_tmp_marker": str(home), "quota_mb": quota_mb}
         sandbox = launcher.Sandbox(launcher.SandboxPolicy(writable=[str(own)], network=network, max_procs=16,
                                                           memory_mb=512), "probe", protections=provisional)
         try:
@@ -350,10 +369,13 @@ def _run_probe(launcher, provisional: Protections, network: bool) -> tuple[dict 
             result["owner"] = 0
         left = _shm_keys() - before
         result["shm_left"] = bool(left) if result.get("shm", -1) >= 0 else False
-        for shmid in _shm_ids_for(shm_key):  # never leave one behind, even when the layer is off
-            ctypes.CDLL(None).shmctl(shmid, 0, None)
+        result["quota_held"] = quota_mounted and result.get("fill_quota") not in ("ok", None)
         return result, ""
     finally:
+        for shmid in _shm_ids_for(shm_key):  # never leave one behind, even when the layer is off
+            ctypes.CDLL(None).shmctl(shmid, 0, None)
+        if quota_mounted:
+            limits.unmount_quota(own)
         for s in listeners:
             s.close()
         shutil.rmtree(work, ignore_errors=True)

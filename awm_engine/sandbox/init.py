@@ -52,6 +52,8 @@ def drop_privileges(uid: int, gid: int, inside: int) -> None:
     """Root (holding only CAP_SETUID/CAP_SETGID) becomes ``uid``:``gid`` with no groups and no capabilities, in a
     user namespace of its own that maps ``inside`` to it."""
     libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(CAP_LAST + 1):  # first the bounding set (CAP_SETPCAP), while still root
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # every capability is gone now (all uids non-zero, no keep-caps)

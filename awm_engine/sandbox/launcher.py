@@ -118,7 +118,9 @@ class Sandbox:
         python = os.path.abspath(sys.executable)  # the sandbox starts in /tmp: a relative path would miss
         if argv and argv[0] == sys.executable:
             argv = [python, *argv[1:]]
-        return [python, "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
+        # -I: nothing from the working directory, PYTHON* variables or user site is imported — the directory a
+        # sandbox writes must never be able to plant a module that runs before (or instead of) the confinement
+        return [python, "-I", "-B", "-u", "-m", "awm_engine.sandbox.init", json.dumps(spec), "--", *argv]
 
     def _fd(self, fd: int) -> str:
         self._fds.append(fd)
@@ -128,13 +130,14 @@ class Sandbox:
         p = self.policy
         args = [host.bwrap_path(), "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "awm-sandbox"]
-        if os.geteuid() == 0:  # init.py needs these two to drop to the sandbox uid; it loses every capability there
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        if os.geteuid() == 0:  # init.py needs these to drop to the sandbox uid; it loses every capability there
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
         else:
             args += ["--unshare-user", "--disable-userns", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID)]
         if not p.network:
             args.append("--unshare-net")
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(p.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger",
+                 "/proc/sysrq-trigger", "--dev", "/dev", "--size", str(p.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         for entry in view.entries(p.readable, writable, network=p.network, uid=INSIDE_UID):
             if entry.kind == "dir":
                 args += ["--perms", "0755", "--dir", entry.dest]
@@ -164,7 +167,8 @@ class Sandbox:
         if not self.protections.namespaces:
             if not host.unsafe_allowed():
                 raise SandboxUnavailable(host.unavailable_message())
-            command = inner  # the user said --unsafe-no-sandbox: limits, uid and Landlock only, recorded in the run
+            command = inner  # the user said --unsafe-no-sandbox: rlimits, Landlock and the allow-list only (as root:
+            # the code runs as root, since the Python runtime may not be readable by the sandbox uid), recorded in the run
         else:
             command = self._bwrap_argv(writable, cwd or "/tmp") + inner
         self.cgroup = limits.SandboxCgroup(self.name, self.policy.memory_mb, self.policy.max_procs)

@@ -167,7 +167,7 @@ def mount_quota(path: Path, size_mb: int, uid: int, gid: int) -> bool:
     if not ok:
         return False
     source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
-    options = f"size={size_mb}m,mode=0700,uid={uid},gid={gid},nodev,nosuid".encode()
+    options = f"size={size_mb}m,mode=0711,uid={uid},gid={gid}".encode()  # 0711: bubblewrap (capabilities dropped) must enter it
     flags = 0x2 | 0x4 | 0x8  # MS_NOSUID | MS_NODEV | MS_NOEXEC
     if _libc().mount(source, str(path).encode(), b"tmpfs", flags, options) != 0:
         return False

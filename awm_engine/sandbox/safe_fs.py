@@ -16,6 +16,8 @@ from pathlib import Path
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CHUNK = 1 << 20
+MAX_FILE = int(os.environ.get("AWM_SANDBOX_MAX_FILE_MB") or 4096) * 1024 * 1024  # a file taken out of a sandbox
+SPARSE_SLACK = 1 << 20
 
 
 class UnsafeEntry(OSError):
@@ -73,6 +75,13 @@ def open_regular(dir_fd: int, name: str, where: str = "") -> int:
     if st.st_nlink != 1:
         os.close(fd)
         raise UnsafeEntry(f"{where}{name} has {st.st_nlink} hard links (refused: it may be another file of the host)")
+    if st.st_size > MAX_FILE:
+        os.close(fd)
+        raise UnsafeEntry(f"{where}{name} is {st.st_size} bytes, over the {MAX_FILE} taken out of a sandbox")
+    if st.st_size > st.st_blocks * 512 + SPARSE_SLACK:
+        os.close(fd)
+        raise UnsafeEntry(f"{where}{name} is sparse ({st.st_size} bytes in {st.st_blocks * 512} on disk): refused, "
+                          "a copy would fill the host's disk")
     return fd
 
 
