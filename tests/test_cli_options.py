@@ -35,7 +35,7 @@ def test_agent_run_and_eval_run_accept_the_same_agent_flags():
     assert {"--endpoint", "--model", "--base-url", "--api-key", "--mode", "--max-turns", "--window", "--temperature",
             "--max-tokens", "--retries", "--call-timeout", "--episode-timeout", "--on-format-error", "--tool-names",
             "--verify", "--judge-endpoint", "--judge-model", "--judge-base-url", "--protocol",
-            "--system-prompt"} == set(agent_flags(agent))
+            "--system-prompt", "--result-cap", "--trajectory-cap"} == set(agent_flags(agent))
     flags = ["--retries", "1", "--call-timeout", "5", "--episode-timeout", "60", "--tool-names", "plain"]
     a = agent.parse_args(["--scenario", "s", "--task", "0", *flags])
     e = evaluation.parse_args(["--out", "x", *flags])
