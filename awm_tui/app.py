@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -11,6 +12,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
+from awm_engine.data.terminal import visible
 from awm_engine.eval.runs import find_rollout_runs
 from awm_engine.sandbox.host import harden_parent
 
@@ -19,6 +21,7 @@ from .screens.catalog import CatalogScreen
 from .screens.environment import EnvironmentScreen
 from .screens.help import HelpScreen
 from .screens.replay import ReplayScreen
+from .widgets.safe import VISIBLE_CONTROLS
 
 
 class AwmCommands(Provider):
@@ -82,6 +85,12 @@ class AwmApp(App):
         self._pool = None
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
+        self.sandbox_summary = ""
+
+    def get_line_filters(self):
+        """Textual's filters, then the net that makes any control character still in a rendered line visible
+        (``widgets/safe.py``): no untrusted text carries an escape sequence to the terminal."""
+        return [*super().get_line_filters(), VISIBLE_CONTROLS]
 
     def on_mount(self) -> None:
         import asyncio
@@ -93,6 +102,7 @@ class AwmApp(App):
             pass
         if self.keymap:
             self.set_keymap(self.keymap)
+        self.run_worker(self._measure_sandbox, thread=True, group="sandbox-probe")
         self.push_screen(CatalogScreen(self.data_dirs))
         if self.replay_dir:
             self.call_later(self.open_replay, self.replay_dir)
@@ -102,6 +112,22 @@ class AwmApp(App):
             self.call_later(self.open_report, self.report_runs)
         elif self.gen_dir:
             self.call_later(self.open_gen, self.gen_dir)
+
+    def _measure_sandbox(self) -> None:
+        """The sandbox's protections, measured off the UI thread; any that is off is named in the header and a
+        notification (``awm doctor sandbox`` is the CLI twin)."""
+        from awm_engine.sandbox.host import protections
+
+        p = protections()
+        if p.off:
+            self.call_from_thread(self._show_sandbox, p)
+
+    def _show_sandbox(self, p) -> None:
+        self.sandbox_summary = p.summary()
+        self.sub_title = self.sandbox_summary
+        details = "; ".join(f"{name.replace('_', ' ')}: {why}" for name, why in sorted(p.off.items()))
+        self.notify(visible(details[:1200]), title="sandbox protections off (awm doctor sandbox)",
+                    severity="warning", timeout=20, markup=False)
 
     async def get_pool(self):
         """Environment worker processes (started on first use): environment code never runs in the TUI."""
@@ -122,7 +148,7 @@ class AwmApp(App):
         try:
             return judge_endpoint()
         except ConfigError as exc:
-            self.notify(str(exc), title="judge", severity="warning")
+            self.notify(visible(exc), title="judge", severity="warning", markup=False)
             return None
 
     def recent_runs(self, limit: int = 50) -> list[Path]:
@@ -173,7 +199,7 @@ class AwmApp(App):
             tau2 = run_tau2_data(run_dir)  # a τ²-bench rollout: replayed on its domain
             self.push_screen(Tau2ReplayScreen(run_dir, self.tau2_data or tau2) if tau2 else ReplayScreen(run_dir))
         except (FileNotFoundError, RunFormatError) as exc:  # no run there, or a newer awm's run
-            self.notify(str(exc), title="replay", severity="error")
+            self.notify(visible(exc), title="replay", severity="error", markup=False)
 
     def open_environment(self, key: str) -> None:
         from awm_engine.bench.tau2.data import domain_of_key
@@ -207,9 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--airline-db", metavar="FILE", help="τ²-bench's airline db.json, when DIR has none")
     parser.add_argument("--report", nargs="+", metavar="RUN_DIR",
                         help="open the table across benchmarks on these runs (as awm bench report RUN_DIR…)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run untrusted code even where the sandbox's namespace layer is unavailable (weaker "
+                             "protection, recorded in every run; see awm doctor sandbox)")
     parser.add_argument("--gen", metavar="DIR",
                         help="open the generation run view on this awm gen --out directory (as awm gen status DIR)")
     args = parser.parse_args(argv)
+    if args.unsafe_no_sandbox:
+        os.environ["AWM_UNSAFE_NO_SANDBOX"] = "1"
     tau2 = None
     if args.tau2_data:
         from awm_engine.bench.tau2.data import Tau2Data
