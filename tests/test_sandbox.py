@@ -338,3 +338,12 @@ def test_the_real_commands_refuse_without_a_sandbox_and_record_the_unsafe_choice
     sandbox = json.loads((tmp_path / "run" / "metadata.json").read_text())["sandbox"]
     assert sandbox["unsafe_no_sandbox"] is True and sandbox["namespaces"] is False
     assert "network_isolated" in sandbox["off"] and "filesystem_view" in sandbox["off"]
+
+
+def test_the_private_tmp_is_writable_and_leaves_nothing_on_the_host(tmp_path):
+    marker = f"awm-private-tmp-{uuid.uuid4().hex}"
+    result = Sandbox(SandboxPolicy(writable=[str(tmp_path / "own")]), "tmp").run(
+        [sys.executable, "-c", f"import tempfile; open('/tmp/{marker}', 'w').write('x'); tempfile.mkdtemp(); print('ok')"],
+        timeout=60, capture_output=True)
+    assert result.returncode == 0 and result.stdout.strip() == b"ok", result.stderr.decode()[-1000:]
+    assert not Path("/tmp", marker).exists()

@@ -137,7 +137,8 @@ class Sandbox:
         if not p.network:
             args.append("--unshare-net")
         args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger",
-                 "/proc/sysrq-trigger", "--dev", "/dev", "--size", str(p.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+                 "/proc/sysrq-trigger", "--dev", "/dev", "--perms", "1777", "--size", str(p.tmp_mb * 1024 * 1024),
+                 "--tmpfs", "/tmp"]
         for entry in view.entries(p.readable, writable, network=p.network, uid=INSIDE_UID):
             if entry.kind == "dir":
                 args += ["--perms", "0755", "--dir", entry.dest]

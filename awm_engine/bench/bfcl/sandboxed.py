@@ -22,6 +22,8 @@ from awm_engine.sandbox.launcher import (
     SandboxPolicy,
     default_memory_mb,
     kill_tree,
+    private_dir,
+    remove_dir,
 )
 
 DEFAULT_TIMEOUT = 120.0
@@ -47,8 +49,10 @@ class CheckerHost:
 
     def _start(self) -> None:
         wheel.require()
-        root = wheel.project_root()
-        root.mkdir(parents=True, exist_ok=True)
+        if getattr(self, "root", None) is not None:  # a previous host's, which died
+            remove_dir(self.root)
+        # a project root of the host's own: never the one this process's bfcl_eval uses (the sandbox could rig it)
+        root = self.root = private_dir("awm_bfcl_")
         env = {"AWM_BFCL_PROJECT_ROOT": str(root)}
         if self.children:
             env["AWM_BFCL_CHILDREN"] = str(self.children)
@@ -110,6 +114,9 @@ class CheckerHost:
         if self.sandbox is not None:
             self.sandbox.cleanup()
             self.sandbox = None
+        if getattr(self, "root", None) is not None:
+            remove_dir(self.root)
+            self.root = None
 
     def __enter__(self) -> CheckerHost:
         return self
