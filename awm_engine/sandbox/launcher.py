@@ -145,7 +145,7 @@ class Sandbox:
             elif entry.kind == "symlink":
                 args += ["--symlink", entry.source, entry.dest]
             elif entry.kind == "data":
-                args += ["--perms", "0644", "--ro-bind-data", self._fd(view.data_fd(entry.source)), entry.dest]
+                args += ["--ro-bind", view.data_file(entry.source), entry.dest]
             else:
                 args += ["--bind" if entry.kind == "rw" else "--ro-bind", entry.source, entry.dest]
         args += ["--chdir", cwd, "--"]

@@ -114,8 +114,28 @@ def entries(readable: list[str], writable: list[str], network: bool = False, uid
     return ordered
 
 
-def data_fd(text: str) -> int:
-    fd = os.memfd_create("awm-view", os.MFD_CLOEXEC)
-    os.write(fd, text.encode())
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+_data_dir: str | None = None
+
+
+def data_file(text: str) -> str:
+    """A read-only host file with ``text`` to bind (the synthetic passwd and group): written once per process in a
+    private directory (removed at exit), so a sandbox started by someone else's spawner (an MCP stdio client) needs
+    no inherited descriptor."""
+    global _data_dir
+    import atexit
+    import hashlib
+    import shutil
+    import tempfile
+
+    if _data_dir is None or not os.path.isdir(_data_dir):
+        _data_dir = tempfile.mkdtemp(prefix="awm_view_")
+        os.chmod(_data_dir, 0o755)
+        atexit.register(shutil.rmtree, _data_dir, True)
+    path = os.path.join(_data_dir, hashlib.sha256(text.encode()).hexdigest()[:16])
+    if not os.path.exists(path):
+        tmp = path + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    return path

@@ -33,8 +33,22 @@ def tool_name(server: str, tool: str) -> str:
 
 def _policy(server: ServerDef, writable: list[str]) -> SandboxPolicy:
     command = os.path.basename(server.command or "")
-    return SandboxPolicy(writable=writable, network=True, env=dict(server.env), max_procs=256,
-                         memory_mb=None if command in NO_AS_LIMIT else 2048)
+    return SandboxPolicy(writable=writable, readable=_server_paths(server), network=True, env=dict(server.env),
+                         max_procs=256, memory_mb=None if command in NO_AS_LIMIT else 2048)
+
+
+def _server_paths(server: ServerDef) -> list[str]:
+    """What a server reads besides the system: its working directory, and the directory of every argument (and the
+    command) that names an existing path (a script, its package)."""
+    paths = [server.cwd] if server.cwd else []
+    for arg in [server.command or "", *server.args]:
+        if isinstance(arg, str) and arg.startswith("/") or os.path.exists(str(arg)):
+            real = os.path.realpath(str(arg))
+            if os.path.isfile(real):
+                paths.append(os.path.dirname(real))
+            elif os.path.isdir(real):
+                paths.append(real)
+    return [p for p in paths if p and os.path.exists(p) and not p.startswith("/usr")]
 
 
 class ServerConnection:
@@ -59,8 +73,8 @@ class ServerConnection:
         if s.transport == "stdio":
             command = shutil.which(s.command) or s.command
             self.sandbox = Sandbox(_policy(s, writable), f"mcp_{s.name}")
-            argv, env = self.sandbox.command([command, *s.args])
-            transport = StdioTransport(argv[0], argv[1:], env=env, cwd=s.cwd or str(self.sandbox.tmp),
+            argv, env = self.sandbox.command([command, *s.args], cwd=s.cwd or None)
+            transport = StdioTransport(argv[0], argv[1:], env=env, cwd="/",
                                        keep_alive=False, log_file=self.log_dir / f"{s.name}.log")
         else:
             if s.command:
@@ -77,8 +91,8 @@ class ServerConnection:
         s = self.server
         self.sandbox = Sandbox(_policy(s, [str(self.log_dir)]), f"mcp_{s.name}")
         log = open(self.log_dir / f"{s.name}.log", "ab")
-        self.proc = self.sandbox.popen([shutil.which(s.command) or s.command, *s.args], stdin=subprocess.DEVNULL,
-                                       stdout=log, stderr=log)
+        self.proc = self.sandbox.popen([shutil.which(s.command) or s.command, *s.args], cwd=s.cwd or None,
+                                       stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         parsed = urlparse(s.url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
