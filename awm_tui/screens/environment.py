@@ -5,7 +5,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import aiosqlite
 from rich.console import Group
 from rich.markup import escape
 from rich.syntax import Syntax
@@ -20,7 +19,9 @@ from textual.widgets.option_list import Option
 
 from awm_engine.data import codeinfo
 from awm_engine.data.catalog import Scenario
-from awm_engine.data.sql_guard import Deadline, quote_ident, read_only
+from awm_engine.data import sql_box
+from awm_engine.data.sql_guard import Deadline
+from awm_engine.data.terminal import visible
 from awm_engine.db.templates import TemplateCache
 from awm_engine.runtime.health import cached_health, invalid_schemas
 from awm_engine.runtime.openapi_tools import schema_problem_note
@@ -28,17 +29,18 @@ from awm_engine.verify.doctor import Diagnosis, diagnose, quick_diagnosis
 
 from ..actions import bindings
 from ..widgets.problems import problems_view
+from ..widgets.safe import shown
 
 PAGE = 50
-SQL_LIMIT = 500
-SQL_SECONDS = 10.0
+SQL_SECONDS = sql_box.SECONDS  # the box's deadline: executing, fetching and rendering (engine: data/sql_box.py)
 THEME = "ansi_dark"
 TAB_FOCUS = {"overview": "#overview-scroll", "schema": "#schema-tree", "data": "#data-tables", "tools": "#tool-list",
              "tasks": "#task-list"}  # the widget each tab's number key focuses
 
 
 def code_block(code: str, lexer: str) -> Syntax:
-    return Syntax(code, lexer, theme=THEME, line_numbers=False, word_wrap=True)  # never cut at the pane edge
+    """Code from environment data (DDL, handlers, verifiers), its control characters visible."""
+    return Syntax(visible(code), lexer, theme=THEME, line_numbers=False, word_wrap=True)  # never cut at the pane edge
 
 
 def _shown_path(path) -> str:
@@ -105,10 +107,10 @@ class EnvironmentScreen(Screen):
         self.query_one("#overview-body", Static).update(self.overview())
         self.fill_schema()
         self.query_one("#tool-list", OptionList).add_options(
-            [Option(Text(f"{t.method:6} {t.name}" + (" ⚠" if t.name in self.schema_errors else "")), id=str(i))
+            [Option(shown(f"{t.method:6} {t.name}" + (" ⚠" if t.name in self.schema_errors else "")), id=str(i))
              for i, t in enumerate(self.tools)])
         self.query_one("#task-list", OptionList).add_options(
-            [Option(Text(f"{i}. {text[:90]}" + ("…" if len(text) > 90 else "")), id=str(i))
+            [Option(shown(f"{i}. {text[:90]}" + ("…" if len(text) > 90 else "")), id=str(i))
              for i, text in enumerate(self.scenario.tasks)])
         if self.tools:
             self.show_tool(0)
@@ -132,9 +134,9 @@ class EnvironmentScreen(Screen):
                              ("sample rows", s.insert_count), ("tools", s.tool_count), ("tasks", n),
                              ("verifiers", f"sql {s.verifier_coverage('sql')}/{n}, code {s.verifier_coverage('code')}/{n}"),
                              ("reference solutions", len(s.solution_refs) or "none"), ("health", health_text)):
-            facts.add_row(label, escape(str(value)))
+            facts.add_row(label, shown(value))
         diagnosis = self.diagnosis or quick_diagnosis(s, getattr(self.app, "catalog", None))
-        return Group(Text(s.name, style="bold"), Text(""), Text(s.description or "(no description)"), Text(""), facts,
+        return Group(shown(s.name, style="bold"), Text(""), shown(s.description or "(no description)"), Text(""), facts,
                      Text(""), problems_view(diagnosis, self.diagnosing))
 
     def action_diagnose(self) -> None:
@@ -151,7 +153,7 @@ class EnvironmentScreen(Screen):
             pool = await self.app.get_pool()
             self.diagnosis = await diagnose(self.scenario, pool, getattr(self.app, "catalog", None))
         except Exception as exc:  # noqa: BLE001 - diagnose never raises for a bad scenario; the pool might
-            self.notify(f"{type(exc).__name__}: {exc}", title="awm env doctor", severity="error")
+            self.notify(escape(visible(f"{type(exc).__name__}: {exc}")), title="awm env doctor", severity="error")
         finally:
             self.diagnosing = False
             self.query_one("#overview-body", Static).update(self.overview())
@@ -164,16 +166,16 @@ class EnvironmentScreen(Screen):
         tables_node = tree.root.add(f"Tables ({len(self.tables)})", expand=True)
         for table in self.tables:
             fks = {f.column: f for f in table.foreign_keys}
-            node = tables_node.add(escape(table.name) + (" [red](DDL failed)[/red]" if table.error else ""),
+            node = tables_node.add(escape(visible(table.name)) + (" [red](DDL failed)[/red]" if table.error else ""),
                                    data=table.name)
             for c in table.columns:
-                label = f"{escape(c.name)} [dim]{escape(c.type)}[/dim]" + (" [bold]PK[/bold]" if c.primary_key else "") \
+                label = f"{escape(visible(c.name))} [dim]{escape(visible(c.type))}[/dim]" + (" [bold]PK[/bold]" if c.primary_key else "") \
                     + (" NOT NULL" if c.notnull else "")
                 if c.name in fks:
-                    label += escape(f" → {fks[c.name].other_table}.{fks[c.name].other_column}")
+                    label += escape(visible(f" → {fks[c.name].other_table}.{fks[c.name].other_column}"))
                 node.add_leaf(label, data=table.name)
             for index in table.indexes:
-                node.add_leaf(f"[dim]{escape(index)}[/dim]", data=table.name)
+                node.add_leaf(f"[dim]{escape(visible(index))}[/dim]", data=table.name)
         graph = tree.root.add("Foreign-key graph (referenced table → tables that reference it)", expand=True)
         children: dict[str, list[str]] = {t.name: [] for t in self.tables}
         referencing = set()
@@ -184,10 +186,10 @@ class EnvironmentScreen(Screen):
                     referencing.add(t.name)
 
         def add(node, name: str, path: tuple[str, ...]) -> None:
-            branch = node.add(escape(name), data=name, expand=len(path) < 2)
+            branch = node.add(escape(visible(name)), data=name, expand=len(path) < 2)
             for child in children.get(name, []):
                 if child in path:
-                    branch.add_leaf(f"{escape(child)} [dim](cycle)[/dim]", data=child)
+                    branch.add_leaf(f"{escape(visible(child))} [dim](cycle)[/dim]", data=child)
                 else:
                     add(branch, child, path + (child,))
 
@@ -201,14 +203,14 @@ class EnvironmentScreen(Screen):
         table = next((t for t in self.tables if t.name == name), None)
         if table is None:
             return
-        parts: list = [Text(table.name, style="bold"), code_block(table.ddl, "sql")]
+        parts: list = [shown(table.name, style="bold"), code_block(table.ddl, "sql")]
         if table.indexes:
             parts += [Text("Indexes", style="bold"), code_block("\n".join(table.indexes), "sql")]
         refs = [t.name for t in self.tables if any(f.other_table == name for f in t.foreign_keys)]
         if refs:
-            parts.append(Text(f"Referenced by: {', '.join(refs)}"))
+            parts.append(shown(f"Referenced by: {', '.join(refs)}"))
         if table.error:
-            parts.append(Text(f"DDL error: {table.error}", style="red"))
+            parts.append(shown(f"DDL error: {table.error}", style="red"))
         self.query_one("#schema-detail", Static).update(Group(*parts))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
@@ -221,18 +223,18 @@ class EnvironmentScreen(Screen):
         try:
             path, report = TemplateCache().get(self.scenario)
         except Exception as exc:  # noqa: BLE001 - shown to the user
-            self.app.call_from_thread(self._data_status, f"[red]cannot build the database: {escape(str(exc))}[/red]")
+            self.app.call_from_thread(self._data_status, shown(f"cannot build the database: {exc}", style="red"))
             return
         self.app.call_from_thread(self._database_ready, path, report)
 
-    def _data_status(self, text: str) -> None:
+    def _data_status(self, text: str | Text) -> None:
         self.query_one("#data-status", Static).update(text)
 
     def _database_ready(self, path, report) -> None:
         self.db_path = path
         options = self.query_one("#data-tables", OptionList)
         options.clear_options()
-        options.add_options([Option(Text(f"{name} ({count})"), id=name) for name, count in report.row_counts.items()])
+        options.add_options([Option(shown(f"{name} ({count})"), id=name) for name, count in report.row_counts.items()])
         failed = f" · {report.inserts_failed} INSERTs failed at build" if report.inserts_failed else ""
         self.build_note = failed
         self._data_status(f"initial database built{failed}; pick a table (n/p pages), or type SQL below")
@@ -240,55 +242,58 @@ class EnvironmentScreen(Screen):
             self.data_table = next(iter(report.row_counts))
             self.load_page()
 
-    def _uri(self) -> str:
-        return f"file:{self.db_path}?mode=ro"
+    async def _in_thread(self, deadline: Deadline, call, *args, **kwargs):
+        """``call`` (an ``sql_box`` function) in a thread under ``deadline``; a cancelled worker (a new query, the
+        screen or the app closing) stops the statement at once instead of waiting for it."""
+        try:
+            return await asyncio.to_thread(call, *args, deadline=deadline, **kwargs)
+        except asyncio.CancelledError:
+            deadline.cancel()
+            raise
 
     @work(exclusive=True, group="data")
     async def load_page(self) -> None:
         if self.db_path is None or self.data_table is None:
             return
-        async with aiosqlite.connect(self._uri(), uri=True) as db:
-            total = (await (await db.execute(f'SELECT COUNT(*) FROM {quote_ident(self.data_table)}')).fetchone())[0]
-            cursor = await db.execute(f'SELECT * FROM {quote_ident(self.data_table)} LIMIT {PAGE} OFFSET {self.page * PAGE}')
-            rows = await cursor.fetchall()
-            names = [d[0] for d in cursor.description]
+        table, page, seconds = self.data_table, self.page, SQL_SECONDS
+        deadline = Deadline(seconds)
+        total = await self._in_thread(deadline, sql_box.count_rows, self.db_path, table, seconds=seconds)
+        result = await self._in_thread(deadline, sql_box.table_page, self.db_path, table, page, PAGE, seconds=seconds)
+        if result.error is not None:
+            self._data_status(Text(f"{visible(table)}: {result.error}", style="red"))
+            return
+        total = total if total is not None else page * PAGE + len(result.rows)
         self.total = total
-        self._show_rows(names, rows)
+        self._show_rows(result)
         last = max(0, (total - 1) // PAGE)
-        self._data_status(f"{self.data_table}: rows {self.page * PAGE + 1 if total else 0}–"
-                          f"{min(total, (self.page + 1) * PAGE)} of {total} · page {self.page + 1}/{last + 1}"
-                          f"{self.build_note}")
+        self._data_status(Text(f"{visible(table)}: rows {page * PAGE + 1 if total else 0}–"
+                               f"{min(total, (page + 1) * PAGE)} of {total} · page {page + 1}/{last + 1}"
+                               f"{self.build_note}"))
 
-    def _show_rows(self, names, rows) -> None:
+    def _show_rows(self, result: sql_box.BoxResult) -> None:
+        """The result's display strings (cut, blobs by length, control characters visible: the engine's), escaped:
+        DataTable reads a string cell as markup."""
         grid = self.query_one("#data-grid", DataTable)
         grid.clear(columns=True)
-        grid.add_columns(*names)
-        grid.add_rows([tuple("NULL" if v is None else str(v)[:80] for v in row) for row in rows])
+        grid.add_columns(*[escape(name) for name in result.columns])
+        grid.add_rows([tuple(escape(cell) for cell in row) for row in result.rows])
 
     @work(exclusive=True, group="data")
     async def run_sql(self, sql: str) -> None:
         if self.db_path is None:
             return
-        deadline = Deadline(SQL_SECONDS)
-        self._data_status(f"running… (a new query cancels this one; stopped after {SQL_SECONDS:.0f}s)")
-        try:
-            async with aiosqlite.connect(self._uri(), uri=True) as db:
-                await db.set_authorizer(read_only)  # no writes, no ATTACH, no VACUUM INTO
-                await db.set_progress_handler(deadline, 10_000)  # a runaway query stops, quitting always works
-                try:
-                    cursor = await db.execute(sql)
-                    rows = await cursor.fetchmany(SQL_LIMIT)
-                except asyncio.CancelledError:
-                    deadline.cancel()
-                    raise
-                names = [d[0] for d in cursor.description or []]
-        except Exception as exc:  # noqa: BLE001 - a bad query is the user's to fix
-            why = f"stopped after {SQL_SECONDS:.0f}s" if deadline.expired() else f"{type(exc).__name__}: {exc}"
-            self._data_status(f"[red]{escape(why)}[/red]")
+        seconds = SQL_SECONDS
+        deadline = Deadline(seconds)
+        self._data_status(f"running… (a new query cancels this one; stopped after {seconds:g}s)")
+        # read-only, the deadline over preparing, executing and fetching, every value and the result size capped
+        result = await self._in_thread(deadline, sql_box.run_query, self.db_path, sql, seconds=seconds)
+        if result.error is None and deadline.expired():  # the rendering is inside the deadline too
+            result.error = f"stopped after {seconds:g}s (the SQL box's deadline)"
+        if result.error is not None:
+            self._data_status(Text(result.error, style="red"))
             return
-        self._show_rows(names, rows)
-        more = " (first 500)" if len(rows) == SQL_LIMIT else ""
-        self._data_status(f"query: {len(rows)} rows{more} — read-only")
+        self._show_rows(result)
+        self._data_status(Text(result.status()))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "sql" and event.value.strip():
@@ -323,21 +328,23 @@ class EnvironmentScreen(Screen):
     def show_tool(self, index: int) -> None:
         self.current_tool = index
         tool = self.tools[index]
-        parts: list = [Text(tool.name, style="bold green"), Text(f"{tool.method} {tool.path}", style="cyan")]
+        # the tool's name, path, summary, description and parameters are the environment's text
+        parts: list = [shown(tool.name, style="bold green"), shown(f"{tool.method} {tool.path}", style="cyan")]
         if tool.summary:
-            parts.append(Text(tool.summary))
+            parts.append(shown(tool.summary))
         if tool.description:
-            parts += [Text(""), Text(tool.description)]
+            parts += [Text(""), shown(tool.description)]
         if tool.shadowed_by:
-            parts.append(Text(f"Same method and path as {tool.shadowed_by}: over MCP only that name is listed, "
-                              "and calls reach this handler.", style="yellow"))
+            parts.append(shown(f"Same method and path as {tool.shadowed_by}: over MCP only that name is listed, "
+                               "and calls reach this handler.", style="yellow"))
         if tool.name in self.schema_errors:
-            parts.append(Text(schema_problem_note(self.schema_errors[tool.name]), style="yellow"))
+            parts.append(shown(schema_problem_note(self.schema_errors[tool.name]), style="yellow"))
         params = RichTable(title="Parameters", title_justify="left", expand=True)
         for col in ("name", "in", "type", "required", "description"):
             params.add_column(col)
         for p in tool.params:
-            params.add_row(Text(p.name), p.location, Text(p.type), "yes" if p.required else "", Text(p.description))
+            params.add_row(shown(p.name), shown(p.location), shown(p.type), "yes" if p.required else "",
+                           shown(p.description))
         parts += [Text(""), params if tool.params else Text("No parameters.")]
         if self.show_source:
             parts += [Text(""), Text("Handler source", style="bold"),
@@ -354,7 +361,7 @@ class EnvironmentScreen(Screen):
 
     def show_task(self, index: int) -> None:
         s = self.scenario
-        parts: list = [Text(f"Task {index}", style="bold"), Text(s.tasks[index]), Text("")]
+        parts: list = [Text(f"Task {index}", style="bold"), shown(s.tasks[index]), Text("")]
         # a verifier's mode is the function its code defines, whichever file holds it (real pipeline output keeps
         # code-mode verifiers in gen_verifier.jsonl)
         for mode, title in (("sql", "Verifier — sql mode (verify_task → judge)"),
@@ -365,12 +372,12 @@ class EnvironmentScreen(Screen):
                 parts += [Text("none", style="dim"), Text("")]
                 continue
             if verifier.source is not None:
-                parts.append(Text(f"{verifier.function_name} · {Path(verifier.source.path).name} line "
-                                  f"{verifier.source.line}", style="dim"))
+                parts.append(shown(f"{verifier.function_name} · {Path(verifier.source.path).name} line "
+                                   f"{verifier.source.line}", style="dim"))
             meta = verifier.meta
             for key in ("reasoning", "success_criteria", "failure_criteria"):
                 if meta.get(key):
-                    parts.append(Text(f"{key.replace('_', ' ')}: {meta[key]}", style="dim"))
+                    parts.append(shown(f"{key.replace('_', ' ')}: {meta[key]}", style="dim"))
             parts += [code_block(verifier.code, "python"), Text("")]
         parts.append(Text("ctrl+g plays this task yourself · ctrl+l watches a model do it", style="dim"))
         solution = s.solution(index)

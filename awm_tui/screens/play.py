@@ -18,9 +18,11 @@ from awm_engine.agent.rollout import AgentConfig, RolloutFinished
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.schema_examples import example_arguments
 from awm_engine.data.schema_examples import property_type as prop_type
+from awm_engine.data.terminal import visible
 from awm_engine.eval.episode import default_run_dir, run_episode
 
 from ..actions import bindings
+from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
 
@@ -88,7 +90,8 @@ class PlayScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), self.scenario.tasks[self.task_idx]), id="task")
+        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), visible(self.scenario.tasks[self.task_idx])),
+                     id="task")
         with TabbedContent(id="play-tabs", initial="play"):
             with TabPane("Play", id="play"):
                 with Horizontal():
@@ -128,20 +131,20 @@ class PlayScreen(Screen):
             return
         if outcome.failure is not None:
             self.sub_title = "could not open the episode"
-            self.query_one(Transcript).mount(Static(Text(str(outcome.failure), style="bold red")))
-            self.notify(str(outcome.failure), title="episode", severity="error", timeout=10)
+            self.query_one(Transcript).mount(Static(shown(outcome.failure, style="bold red")))
+            self.notify(visible(outcome.failure), title="episode", severity="error", timeout=10, markup=False)
             return
         self.finished = outcome.finished
         report = outcome.verification
         self.reports = report.to_dict()
         self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors, self.finished.stop_reason)
-        self.notify(f"{report.label} — reward {report.reward}", title="verified")
+        self.notify(visible(f"{report.label} — reward {report.reward}"), title="verified", markup=False)
 
     async def episode_opened(self, episode) -> None:
         self.episode = episode
         self.tools = episode.list_tools()
         self.query_one("#play-tools", OptionList).add_options(
-            [Option(Text(t["name"]), id=t["name"]) for t in self.tools])
+            [Option(shown(t["name"]), id=t["name"]) for t in self.tools])
         self.sub_title = str(episode.run_dir)
         if self.tools:
             await self.select_tool(self.tools[0]["name"])
@@ -186,7 +189,8 @@ class PlayScreen(Screen):
         await form.remove_children()
         self.fields, self.json_editor = {}, None
         description = (self.current.get("description") or "").split("### Responses")[0].strip()
-        widgets: list = [Static(Text.assemble((name, "bold green"), "\n", description))]
+        # the tool's name, description and parameters are the environment's text
+        widgets: list = [Static(Text.assemble((visible(name), "bold green"), "\n", visible(description)))]
         props = schema.get("properties") or {}
         required = set(schema.get("required", []))
         if is_flat(schema):
@@ -198,9 +202,9 @@ class PlayScreen(Screen):
                     hint += f" (one of {', '.join(map(str, prop['enum']))})"
                 example = (prop.get("examples") or [prop.get("example")])[0] if (
                     prop.get("examples") or "example" in prop) else None
-                widgets.append(Label(Text.assemble((pname, "bold"), f": {kind}", (mark, "bold red"),
-                                                   f"  {hint}" if hint else "")))
-                field = Input(placeholder=f"e.g. {example}" if example is not None else kind, name=pname,
+                widgets.append(Label(Text.assemble((visible(pname), "bold"), visible(f": {kind}"), (mark, "bold red"),
+                                                   visible(f"  {hint}") if hint else "")))
+                field = Input(placeholder=visible(f"e.g. {example}" if example is not None else kind), name=pname,
                               classes="arg", type={"integer": "integer", "number": "number"}.get(kind, "text"))
                 if not getattr(self.app, "cursor_blink", True):
                     field.cursor_blink = False
@@ -235,7 +239,7 @@ class PlayScreen(Screen):
         try:
             args = self.collect_arguments()
         except (ValueError, json.JSONDecodeError) as exc:
-            self.notify(str(exc), title="bad arguments", severity="error")
+            self.notify(visible(exc), title="bad arguments", severity="error", markup=False)
             return
         self.policy.queue.put_nowait(AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:8]}",
                                                                    self.current["name"], json.dumps(args))]))

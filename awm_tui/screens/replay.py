@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, T
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.replay import RunReplay
+from awm_engine.data.terminal import visible
 from awm_engine.runtime.episode import is_environment_error
 
 from ..actions import bindings
@@ -60,7 +61,7 @@ class ReplayScreen(Screen):
         for s in run.steps:
             what = "final answer" if s.is_final else (s.tool or s.name or "format error")
             mark = " ✗" if s.is_error else ""
-            options.append(Option(Text(f"{s.index:>2}. {what}{mark}"), id=str(s.index)))
+            options.append(Option(Text(visible(f"{s.index:>2}. {what}{mark}")), id=str(s.index)))
         self.query_one("#steps", OptionList).add_options(options)
         self.state(f"{len(run.steps)} steps · stop: {run.stop_reason} · rebuilding the database after each step…")
         self.show_step(0)
@@ -104,22 +105,23 @@ class ReplayScreen(Screen):
             return
         self.current = max(0, min(index, len(self.run.steps) - 1))
         s = self.run.steps[self.current]
-        parts: list = [Text(f"step {s.index} · turn {s.iteration}", style="bold")]
+        # the run's record (the model's words, the environment's results): control characters made visible
+        parts: list = [Text(visible(f"step {s.index} · turn {s.iteration}"), style="bold")]
         if s.content:
-            parts += [Text("assistant", style="bold cyan"), Text(s.content if len(s.content) < 4000
-                                                                 else s.content[:4000] + "…")]
+            parts += [Text("assistant", style="bold cyan"), Text(visible(s.content if len(s.content) < 4000
+                                                                         else s.content[:4000] + "…"))]
         if s.name:
-            parts += [Text.assemble(("\n→ ", "bold green"), (s.tool or s.name, "green"), " ",
-                                    json.dumps(s.arguments, ensure_ascii=False, default=str))]
+            parts += [Text.assemble(("\n→ ", "bold green"), (visible(s.tool or s.name), "green"), " ",
+                                    visible(json.dumps(s.arguments, ensure_ascii=False, default=str)))]
         if s.observation is not None:
             parts += [Text("\n← observation", style="bold red" if s.is_error else "bold"),
-                      Text(s.observation if len(s.observation) < 4000 else s.observation[:4000] + "…",
+                      Text(visible(s.observation if len(s.observation) < 4000 else s.observation[:4000] + "…"),
                            style="red" if s.is_error else "")]
         if s.traceback:
             parts += [Text("\ntraceback (the environment's; the model saw only the observation)", style="bold magenta"),
-                      Text(s.traceback.rstrip(), style="dim")]
+                      Text(visible(s.traceback.rstrip()), style="dim")]
         for problem in s.format_errors or []:
-            parts.append(Text(f"format error: {problem}", style="yellow"))
+            parts.append(Text(visible(f"format error: {problem}"), style="yellow"))
         if s.is_final:
             parts.append(Text("\n(final answer)", style="bold"))
         self.query_one("#step-text", Static).update(Group(*parts))

@@ -15,6 +15,7 @@ from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config,
 from awm_engine.agent.policies import LLMPolicy
 from awm_engine.agent.rollout import AgentConfig, FormatError, Observation, RolloutFinished
 from awm_engine.data.catalog import Scenario
+from awm_engine.data.terminal import visible
 from awm_engine.eval.episode import default_run_dir, run_episode
 from awm_engine.runtime.mcp_client import McpEpisode
 
@@ -58,7 +59,8 @@ class RolloutScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), self.scenario.tasks[self.task_idx]), id="task")
+        yield Static(Text.assemble((f"Task {self.task_idx}: ", "bold"), visible(self.scenario.tasks[self.task_idx])),
+                     id="task")
         try:
             names = endpoint_names()
         except ConfigError:
@@ -105,7 +107,7 @@ class RolloutScreen(Screen):
         try:
             endpoint = self.endpoint()
         except ConfigError as exc:
-            self.notify(str(exc), title="endpoint", severity="error")
+            self.notify(visible(exc), title="endpoint", severity="error", markup=False)
             return
         self.running, self.stopped, self.turn = True, False, 0
         self.generation += 1

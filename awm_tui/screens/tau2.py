@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
@@ -34,6 +33,7 @@ from awm_engine.bench.tau2.run import Tau2Config, make_nl_judge, preflight, run_
 from awm_engine.bench.tau2.store import collections_of
 from awm_engine.data.catalog_rows import CatalogRow
 from awm_engine.data.run_formats import EvalConfig, RunFormatError
+from awm_engine.data.terminal import visible
 from awm_engine.db.diff import diff_databases
 from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
@@ -239,7 +239,7 @@ class Tau2Screen(Screen):
             pool = await self.app.get_pool()
             self.diagnosis = await diagnose_domain(self.scenario, pool)
         except Exception as exc:  # noqa: BLE001 - diagnose never raises for bad data; the pool might
-            self.notify(f"{type(exc).__name__}: {exc}", title="awm env doctor", severity="error")
+            self.notify(visible(f"{type(exc).__name__}: {exc}"), title="awm env doctor", severity="error", markup=False)
         finally:
             self.diagnosing = False
             self.query_one("#tau2-overview", Static).update(self.overview())
@@ -486,7 +486,7 @@ class Tau2PlayScreen(Screen):
                 if not isinstance(arguments, dict):
                     raise ValueError("the arguments must be a JSON object")
             except ValueError as exc:
-                self.notify(f"{escape(str(exc))}", title="tool call", severity="error")
+                self.notify(visible(exc), title="tool call", severity="error", markup=False)
                 return
             turn = AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:10]}", name, json.dumps(arguments))])
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from awm_engine.data.terminal import visible
 from awm_engine.db.diff import DbDiff, TableDiff
 
 MAX_ROWS = 500  # per kind of change and table: awm db diff shows all
@@ -20,12 +22,13 @@ SIGNS = {"inserted": ("+", "green"), "deleted": ("-", "red"), "updated": ("~", "
 
 
 def _cell(value: Any, width: int = CELL) -> str:
-    text = "NULL" if value is None else str(value).replace("\n", " ")
+    """A database value in a cell (control characters visible: the database is the environment's)."""
+    text = "NULL" if value is None else visible(str(value).replace("\n", " "))
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _full(value: Any) -> str:
-    return "NULL" if value is None else str(value)
+    return "NULL" if value is None else visible(value)
 
 
 def diff_summary(diff: DbDiff, title: str) -> str:
@@ -105,7 +108,7 @@ class DiffTable(DataTable):
         columns = table_columns(self.table)
         self.add_column("", key="sign")
         for c in columns:
-            self.add_column(c, key=c)
+            self.add_column(Text(visible(c)), key=c)  # a column name: the environment's text, not markup
         self.fixed_columns = 1 + len(key_columns(self.table))
         for i, change in enumerate(self.changes):
             self.add_row(*change.cells(columns), key=str(i))
@@ -117,18 +120,19 @@ class DiffTable(DataTable):
 
 def row_detail(change: RowChange) -> RichTable:
     sign, style = SIGNS[change.kind]
-    grid = RichTable(title=f"{change.table.table} · {change.kind} row · {change.key_text()}", title_justify="left",
+    grid = RichTable(title=escape(visible(f"{change.table.table} · {change.kind} row · {change.key_text()}")),
+                     title_justify="left",
                      title_style=f"bold {style}", expand=True, show_edge=False, box=None, padding=(0, 2))
     grid.add_column("column", style="bold", no_wrap=True)
     grid.add_column("before → after" if change.kind == "updated" else "value", overflow="fold")
     for c in table_columns(change.table):
         if change.kind == "updated" and c in change.changed:
-            grid.add_row(Text(c, style="bold yellow"), Text.assemble((_full(change.before.get(c)), "strike"), " → ",
+            grid.add_row(Text(visible(c), style="bold yellow"), Text.assemble((_full(change.before.get(c)), "strike"), " → ",
                                                                      (_full(change.after.get(c)), "bold yellow")))
         elif change.kind == "updated":
-            grid.add_row(c, Text(_full(change.values.get(c)), style="dim"))
+            grid.add_row(Text(visible(c)), Text(_full(change.values.get(c)), style="dim"))
         else:
-            grid.add_row(c, Text(_full(change.values.get(c)), style=style))
+            grid.add_row(Text(visible(c)), Text(_full(change.values.get(c)), style=style))
     return grid
 
 
@@ -186,7 +190,7 @@ class DiffView(VerticalScroll):
             yield Static(Text("no rows changed"), classes="diff-note")
         for t in diff.tables:
             keys = key_columns(t)
-            yield Static(Text(t.table + (f" ({t.status})" if t.status != "changed" else "")
+            yield Static(Text(visible(t.table) + (f" ({t.status})" if t.status != "changed" else "")
                               + (f"  key: {', '.join(keys)}" if keys else "  (no primary key)")),
                          classes="diff-table-title")
             if t.columns_added or t.columns_removed:

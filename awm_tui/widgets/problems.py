@@ -7,6 +7,8 @@ from rich.text import Text
 
 from awm_engine.verify.doctor import SEVERITY_STYLE, Diagnosis, grouped, shown_detail
 
+from .safe import shown
+
 
 def problems_view(diagnosis: Diagnosis | None, running: bool = False, command: str | None = None,
                   running_note: str = "building the database, the health check, every verifier on the initial "
@@ -33,8 +35,8 @@ def problems_view(diagnosis: Diagnosis | None, running: bool = False, command: s
         table.add_column(column, no_wrap=column != "message", overflow="fold" if column == "message" else "ellipsis")
     for where, problem in grouped(diagnosis.problems):
         style = SEVERITY_STYLE.get(problem.severity, "")
-        table.add_row(Text(problem.severity, style=style), Text(problem.kind), Text(where, style="dim"),
-                      Text(problem.message))
-        if problem.detail:
-            table.add_row("", "", "", Text("\n".join(shown_detail(problem.detail)), style="dim"))
+        table.add_row(shown(problem.severity, style=style), shown(problem.kind), shown(where, style="dim"),
+                      shown(problem.message))
+        if problem.detail:  # a statement, a traceback: the environment's text
+            table.add_row("", "", "", shown("\n".join(shown_detail(problem.detail)), style="dim"))
     return Group(heading, table)

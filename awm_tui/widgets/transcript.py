@@ -1,4 +1,5 @@
-"""A live transcript of rollout events: assistant text (thinking collapsible), tool calls, observations."""
+"""A live transcript of rollout events: assistant text (thinking collapsible), tool calls, observations. Every
+text is untrusted (the model's, the environment's): its control characters are made visible (``safe.py``)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +7,7 @@ import re
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widgets import Collapsible, Static
 
 from awm_engine.agent.rollout import (
@@ -17,8 +19,10 @@ from awm_engine.agent.rollout import (
     StepEvent,
     ToolCall,
 )
+from awm_engine.data.terminal import visible
 from awm_engine.runtime.episode import is_environment_error
 
+from .safe import shown
 from .verdict import traceback_title
 
 THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
@@ -41,47 +45,50 @@ class Transcript(VerticalScroll):
         self.events.append(event)
         widgets = []
         if isinstance(event, RolloutStarted):
-            widgets.append(Static(Text(f"episode started: {event.tools} tools · {event.policy} · {event.mode} mode · "
-                                       f"{event.run_dir}", style="dim")))
+            widgets.append(Static(shown(f"episode started: {event.tools} tools · {event.policy} · {event.mode} mode · "
+                                        f"{event.run_dir}", style="dim")))
         elif isinstance(event, ModelTurn):
             if self.human and not event.content:
                 return
-            thinking = "\n".join(m.strip() for m in THINK.findall(event.content))
+            thinking = visible("\n".join(m.strip() for m in THINK.findall(event.content)))
             if event.reasoning:
-                thinking = (event.reasoning + "\n" + thinking).strip()
-            visible = THINK.sub("", event.content).strip()
+                thinking = (visible(event.reasoning) + "\n" + thinking).strip()
+            said = visible(THINK.sub("", event.content).strip())
             who = "you" if self.human else f"assistant · turn {event.iteration}"
             if thinking:
                 widgets.append(Collapsible(Static(Text(thinking, style="italic dim")), title=f"{who}: thinking",
                                            collapsed=True))
-            if visible:
-                widgets.append(Static(Text.assemble((f"{who}: ", "bold cyan"), visible)))
+            if said:
+                widgets.append(Static(Text.assemble((f"{who}: ", "bold cyan"), said)))
             for call in event.native_tool_calls:
-                widgets.append(Static(Text(f"  tool call {call['name']} {call['arguments']}", style="cyan")))
+                widgets.append(Static(shown(f"  tool call {call['name']} {call['arguments']}", style="cyan")))
         elif isinstance(event, ToolCall):
-            args = json.dumps(event.arguments, ensure_ascii=False, default=str)
-            widgets.append(Static(Text.assemble(("→ ", "bold green"), (event.tool or event.name, "green"), " ",
+            args = visible(json.dumps(event.arguments, ensure_ascii=False, default=str))
+            widgets.append(Static(Text.assemble(("→ ", "bold green"), (visible(event.tool or event.name), "green"), " ",
                                                 args if len(args) < 400 else args[:400] + "…")))
         elif isinstance(event, Observation):
             if is_environment_error(event.error_kind):
                 self.env_errors += 1
-            body = Static(Text(event.text, style="red" if event.is_error else ""))
-            lines = event.text.count("\n") + 1
-            if lines > 12 or len(event.text) > 1500:
-                first = event.text.split("\n", 1)[0][:80]
-                widgets.append(Collapsible(body, title=f"← {first} … ({lines} lines)", collapsed=True))
+            text = visible(event.text)  # the tool result: the environment's text
+            body = Static(Text(text, style="red" if event.is_error else ""))
+            lines = text.count("\n") + 1
+            if lines > 12 or len(text) > 1500:
+                first = text.split("\n", 1)[0][:80]
+                # a title is markup unless it is Content: "[@click=…]" in a result would be an action
+                widgets.append(Collapsible(body, title=Content(f"← {first} … ({lines} lines)"), collapsed=True))
             else:
                 widgets.append(Static(Text.assemble(("← ", "bold red" if event.is_error else "bold"),
-                                                    (event.text, "red" if event.is_error else ""))))
+                                                    (text, "red" if event.is_error else ""))))
             if event.traceback:  # the environment's exception: for you, not the model
-                widgets.append(Collapsible(Static(Text(event.traceback.rstrip(), style="dim")),
-                                           title=f"traceback: {traceback_title(event)}", collapsed=True))
+                widgets.append(Collapsible(Static(shown(event.traceback.rstrip(), style="dim")),
+                                           title=Content(visible(f"traceback: {traceback_title(event)}")),
+                                           collapsed=True))
         elif isinstance(event, FormatError):
-            widgets.append(Static(Text(f"format error ({event.kind}): {event.detail}", style="yellow")))
+            widgets.append(Static(shown(f"format error ({event.kind}): {event.detail}", style="yellow")))
         elif isinstance(event, RolloutFinished):
-            widgets.append(Static(Text(f"■ finished: {event.stop_reason} after {event.iterations} turns, "
-                                       f"{event.tool_calls} tool calls" + (f" — {event.error}" if event.error else ""),
-                                       style="bold")))
+            widgets.append(Static(shown(f"■ finished: {event.stop_reason} after {event.iterations} turns, "
+                                        f"{event.tool_calls} tool calls" + (f" — {event.error}" if event.error else ""),
+                                        style="bold")))
         if widgets:
             self.mount(*widgets)
             self.scroll_end(animate=False)

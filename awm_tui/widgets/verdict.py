@@ -12,9 +12,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
 from awm_engine.agent.replay import traced_steps
+from awm_engine.data.terminal import visible
 from awm_engine.db.diff import DbDiff, diff_databases
 
 from .diff_view import DiffView
+from .safe import shown
 
 LABEL_STYLE = {"complete": "bold green", "incomplete": "bold yellow", "others": "bold red", "agent_error": "bold red",
                "server_error": "bold magenta", "judge_error": "bold white on red"}
@@ -62,53 +64,56 @@ def render_tracebacks(steps: list[Any]) -> list[Text]:
     """The environment's exceptions behind the episode's errors (what the model saw was only the error text)."""
     parts: list = []
     for step in steps:
-        parts += [Text(traceback_title(step), style="bold magenta"),
-                  Text(step.traceback.rstrip(), style="dim")]
+        parts += [shown(traceback_title(step), style="bold magenta"),
+                  shown(step.traceback.rstrip(), style="dim")]
     return parts
 
 
 def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reason: str | None = None,
                    traced: list[Any] | None = None) -> Group:
     """``report`` is a verification report (``verify.json``: label, reward, code, sql, judge); ``traced`` the
-    steps whose environment error came with a traceback (``agent.replay.traced_steps``)."""
+    steps whose environment error came with a traceback (``agent.replay.traced_steps``). Everything in it is
+    untrusted (verifier and judge output, a run's record): shown with its control characters visible."""
     if not report:
         return Group(Text("Verdict", style="bold"), Text("not verified yet", style="dim"))
     parts: list = [Text("Verdict", style="bold")]
     parts += flags(report, env_errors)
     parts += render_tracebacks(traced or [])
-    label = report.get("label", "?")
-    parts.append(Text.assemble("label ", (label, LABEL_STYLE.get(label, "bold")), f"   reward {report.get('reward')}",
+    label = visible(report.get("label", "?"))
+    parts.append(Text.assemble("label ", (label, LABEL_STYLE.get(label, "bold")),
+                               visible(f"   reward {report.get('reward')}"),
                                "" if report.get("has_verdict", True) else "   (no verdict)",
-                               f"   stop: {stop_reason}" if stop_reason else ""))
+                               visible(f"   stop: {stop_reason}") if stop_reason else ""))
     if report.get("note"):
-        parts.append(Text(report["note"], style="dim"))
+        parts.append(shown(report["note"], style="dim"))
     outcome = report.get("code")
     if outcome:
+        code_label = visible(outcome["label"])
         parts += [Text("\nCode verifier", style="bold"),
-                  Text.assemble("result ", (outcome["label"], LABEL_STYLE.get(outcome["label"], "bold")),
-                                f"   ({outcome.get('function') or '-'}, {outcome.get('seconds', 0):.2f}s)")]
+                  Text.assemble("result ", (code_label, LABEL_STYLE.get(code_label, "bold")),
+                                visible(f"   ({outcome.get('function') or '-'}, {outcome.get('seconds', 0):.2f}s)"))]
         if outcome.get("error"):
-            parts.append(Text(f"{outcome.get('error_kind')}: {outcome['error']}", style="red"))
+            parts.append(shown(f"{outcome.get('error_kind')}: {outcome['error']}", style="red"))
     sql = report.get("sql")
     if sql:
-        info = json.dumps(sql.get("result"), indent=2, ensure_ascii=False, default=str)
+        info = visible(json.dumps(sql.get("result"), indent=2, ensure_ascii=False, default=str))
         parts += [Text("\nSQL verifier output (what the judge saw)", style="bold"),
                   Text(info if len(info) < 3000 else info[:3000] + "\n…", style="dim")]
     judge = report.get("judge")
     if judge:
         result = judge.get("judge_result") or {}
+        classification = visible(judge["classification"])
         parts += [Text("\nJudge", style="bold"),
-                  Text.assemble("classification ", (judge["classification"],
-                                                    LABEL_STYLE.get(judge["classification"], "bold")),
-                                *([f"  confidence {result['confidence_score']}"]
+                  Text.assemble("classification ", (classification, LABEL_STYLE.get(classification, "bold")),
+                                *([visible(f"  confidence {result['confidence_score']}")]
                                   if result.get("confidence_score") is not None else []))]
         if result.get("reasoning"):
-            parts.append(Text(str(result["reasoning"])))
+            parts.append(shown(result["reasoning"]))
         if result.get("evidence"):
             parts += [Text("evidence", style="bold"),
-                      Text(json.dumps(result["evidence"], indent=2, ensure_ascii=False, default=str))]
+                      shown(json.dumps(result["evidence"], indent=2, ensure_ascii=False, default=str))]
         if result.get("error"):
-            parts.append(Text(str(result["error"]), style="red"))
+            parts.append(shown(result["error"], style="red"))
     return Group(*parts)
 
 

@@ -15,6 +15,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from awm_engine.data.terminal import visible
+
 
 class VirtualTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"virtual-table--header", "virtual-table--cursor", "virtual-table--odd"}
@@ -63,7 +65,8 @@ class VirtualTable(ScrollView, can_focus=True):
         self._fit()
 
     def set_rows(self, rows: list[tuple], keys: list[str] | None = None) -> None:
-        self.rows = [tuple("" if v is None else str(v) for v in row) for row in rows]
+        # cells are plain text padded by length: control characters visible (names, descriptions are untrusted)
+        self.rows = [tuple("" if v is None else visible(v) for v in row) for row in rows]
         self.keys = list(keys) if keys is not None else [str(i) for i in range(len(rows))]
         self.cursor_row = min(self.cursor_row, max(0, len(self.rows) - 1))
         self._fit()
