@@ -77,6 +77,8 @@ def assert_contained(report: dict, config: dict) -> None:
     where = report["where"]
     assert report["secrets"] == [], where
     for target, outcome in report["writes"].items():
+        if target.startswith("/tmp/awm-escape-"):
+            continue  # the sandbox's own private /tmp: written there, never on the host (checked below)
         assert outcome != "written", (where, target, host.protections().off.get("writes_confined"))
     for target in config["targets"]:
         assert not Path(target).exists(), (where, target)

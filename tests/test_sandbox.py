@@ -122,7 +122,8 @@ def test_every_payload_fails_inside_the_sandbox(tmp_path, listener, monkeypatch)
         pytest.fail(f"pid namespaces unavailable here: {p.off}")
     assert report["writes"][str(own / "allowed")] == "written"
     for target in targets[:3]:
-        assert report["writes"][target] != "written", (target, p.off.get("writes_confined"))
+        if not target.startswith("/tmp/awm-escape-"):  # /tmp inside is the sandbox's own: written there, not here
+            assert report["writes"][target] != "written", (target, p.off.get("writes_confined"))
         assert not Path(target).exists()
     assert report["connect"] != "connected" and report["listen"] != "listening"
     assert report["alloc"] == "MemoryError"

@@ -194,11 +194,13 @@ attempt("udp", udp)
 r["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
 attempt("signal_parent", lambda: os.kill(cfg["parent"], 0))
 libc = ctypes.CDLL(None, use_errno=True)
-r["ptrace"] = 0 if libc.ptrace(0, 0, 0, 0) == 0 else ctypes.get_errno()
-child = os.fork()  # in a child: where it is allowed (no filter), it must not change this process
-if child == 0:
-    os._exit(0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno())
-r["unshare"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+def in_child(call):  # where it is allowed (no filter), it must not change this process (a traced probe hangs)
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if call() == 0 else ctypes.get_errno())
+    return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+r["ptrace"] = in_child(lambda: libc.ptrace(0, 0, 0, 0))
+r["unshare"] = in_child(lambda: libc.unshare(0x10000000))
 libc.shmget.restype = ctypes.c_int
 r["shm"] = libc.shmget(cfg["shm_key"], 4096, 0o1000 | 0o600)
 with open(os.path.join(cfg["dir"], "owned"), "w") as fh:
