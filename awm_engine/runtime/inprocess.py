@@ -89,7 +89,7 @@ class LoadedEnv:
     built)."""
 
     def __init__(self, key: str, code: str, template_db: Path | str, workdir: Path | str,
-                 mode: str = "auto", template_built_at: float | None = None):
+                 mode: str = "auto", template_built_at: float | None = None, template_digest: str | None = None):
         self.key = key
         self.code = code
         self.workdir = Path(workdir) / key
@@ -97,6 +97,9 @@ class LoadedEnv:
         tag = uuid.uuid4().hex[:8]
         self.template_db = self.workdir / f"template-{tag}.db"
         shutil.copyfile(template_db, self.template_db)
+        sealed = file_digest(self.template_db)
+        if template_digest is not None and sealed != template_digest:  # checked before any of the code runs
+            raise TemplateTampered(f"{key}: the template copy does not match the sealed template's digest")
         self.template_built_at = template_built_at
         self.module_db = self.workdir / f"module-{tag}.db"
         self.owned_files = [self.template_db, self.module_db]
@@ -111,7 +114,9 @@ class LoadedEnv:
         self.module, self.source = envcode.exec_module(code, key, str(self.module_db))
         self.app = self.module.app
         # what every episode copies must stay as it is now: checked against these digests before each copy
-        self.digests = {self.template_db: file_digest(self.template_db), self.module_db: file_digest(self.module_db)}
+        # the template's digest is the sealed one (taken before the code ran): an import-time thread that wrote to it
+        # is caught at the first episode copy
+        self.digests = {self.template_db: template_digest or sealed, self.module_db: file_digest(self.module_db)}
         self.tools: list[ToolSpec] = tools_from_openapi(self.app.openapi())
         self.tools_by_name = {t.name: t for t in self.tools}
         self._validators: dict[str, Any] = {}

@@ -213,10 +213,19 @@ async def wait_for_exit(proc: subprocess.Popen) -> int:
 
 @dataclass
 class TemplateState:
-    """A scenario's current template in a pool."""
+    """A scenario's current template in a pool, sealed: its digest taken in the parent, before any environment code
+    ran, and checked by the worker on the copy it is given and before every episode copy."""
 
     path: Path
     report: BuildReport
+    digest: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.digest is None and self.path.is_file():
+            import hashlib
+
+            with open(self.path, "rb") as fh:
+                self.digest = hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 @dataclass
@@ -586,7 +595,8 @@ class EnvPool:
                     await asyncio.to_thread(_give_template, template.path, worker.home, incoming)
                     worker.loaded[scenario.key] = await worker.request(
                         "load", wait=self.load_timeout, scenario=scenario.key, code=code,
-                        template=str(worker.home / incoming), template_built_at=built_at, workdir=str(worker.home))
+                        template=str(worker.home / incoming), template_built_at=built_at, workdir=str(worker.home),
+                        template_digest=template.digest)
                 except (asyncio.TimeoutError, TimeoutError):
                     message = (f"{scenario.key}: the environment did not finish loading within "
                                f"{self.load_timeout:.0f}s (its code loops or sleeps at import); the worker was "

@@ -65,7 +65,8 @@ class WorkerState:
                 if current is None or current.template_built_at != msg.get("template_built_at"):
                     self._replace(key, await loop.run_in_executor(
                         None, lambda: LoadedEnv(key, msg["code"], msg["template"], msg["workdir"],
-                                                msg.get("mode", "auto"), msg.get("template_built_at"))))
+                                                msg.get("mode", "auto"), msg.get("template_built_at"),
+                                                msg.get("template_digest"))))
             settle_heap()
             env = self.envs[key]
             return {"tools": env.mcp_tools(), "shared": env.shared, "fit_reasons": env.fit.reasons,
