@@ -18,6 +18,7 @@ import asyncio
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -136,17 +137,32 @@ class WorkerProcess:
             self._fail_pending(f"environment worker {self.index} exited with {code} (log: {self.log_path})")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
+        why = f"environment worker {self.index} exited (log: {self.log_path})"
         try:
             while True:
                 line = await reader.readline()
                 if not line:
                     break
-                msg = protocol.decode(line)
-                future = self.pending.pop(msg.get("id"), None)
+                try:
+                    msg = protocol.decode(line)
+                except ValueError:
+                    why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
+                    break
+                future = self.pending.pop(msg.get("id"), None) if isinstance(msg, dict) else None
                 if future is not None and not future.done():
                     future.set_result(msg)
+        except (ValueError, asyncio.LimitOverrunError):
+            why = (f"environment worker {self.index} sent a line over {protocol.LINE_LIMIT} bytes (it is "
+                   "replaced)")
+        except (ConnectionError, OSError):
+            pass
         finally:
-            self._fail_pending(f"environment worker {self.index} exited (log: {self.log_path})")
+            self._fail_pending(why)
+            if "replaced" in why and self.proc is not None and self.proc.poll() is None:
+                try:  # a worker that broke the protocol is not trusted with another request
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def _fail_pending(self, message: str) -> None:
         self.alive = False
