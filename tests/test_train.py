@@ -177,7 +177,7 @@ def test_export_from_an_evaluation_run_jsonl_and_parquet(tmp_path, capsys):
     assert sorted(summary["zero_variance_groups"]) == [f"{SCENARIO}/0", f"{SCENARIO}/3"]  # all complete
     rows = read_records(tmp_path / "s.jsonl")
     assert {r["rollout_id"] for r in rows} == {f"{SCENARIO}/{t}/{k}" for t in (0, 3) for k in (0, 1)}
-    first = rows[0]
+    first = next(r for r in rows if r["group_id"] == f"{SCENARIO}/0")  # rows follow the order rollouts finished in
     for key in ("prompt", "completion", "messages", "reward", "advantage", "group_id", "loss_mask", "data_source",
                 "extra_info", "agent_name"):
         assert key in first
