@@ -25,6 +25,7 @@ without the namespace layer untrusted code does not run at all unless the user s
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,8 +91,24 @@ def give_to_sandbox(path: Path | str) -> None:
         os.chown(path, uid, gid, follow_symlinks=False)
 
 
+_live: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()
+_swept = False
+
+
+def _cleanup_all() -> None:
+    for sandbox in list(_live):
+        try:
+            sandbox.cleanup()
+        except Exception:  # noqa: BLE001 - at exit: do what can be done
+            pass
+
+
+atexit.register(_cleanup_all)
+
+
 class Sandbox:
-    """One sandboxed process: ``Sandbox(policy).popen(argv, ...)``; ``cleanup()`` ends it and removes what it had."""
+    """One sandboxed process: ``Sandbox(policy).popen(argv, ...)``; ``cleanup()`` ends it and removes what it had
+    (also at exit for any sandbox still alive; cgroups left by an awm process that was killed are swept)."""
 
     def __init__(self, policy: SandboxPolicy, label: str = "awm", protections: host.Protections | None = None):
         self.policy = policy
@@ -172,7 +190,14 @@ class Sandbox:
             # the code runs as root, since the Python runtime may not be readable by the sandbox uid), recorded in the run
         else:
             command = self._bwrap_argv(writable, cwd or "/tmp") + inner
+        global _swept
+        if not _swept:
+            _swept = True
+            limits.sweep_stale_cgroups()
+        if self.cgroup is not None:
+            self.cgroup.remove()  # a previous command of this sandbox object's
         self.cgroup = limits.SandboxCgroup(self.name, self.policy.memory_mb, self.policy.max_procs)
+        _live.add(self)
         if self.cgroup.procs_files:  # the launching shell joins the cgroups, then becomes the sandbox
             command = ["/bin/sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; '
                        'shift; exec "$@"', "awm-sandbox", *self.cgroup.procs_files, "--", *command]

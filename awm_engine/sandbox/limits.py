@@ -204,3 +204,27 @@ def sweep_stale_quota_mounts() -> int:
         unmount_quota(Path(target))
         swept += 1
     return swept
+
+
+def sweep_stale_cgroups() -> int:
+    """Remove sandbox cgroups (``awm-<label>-<pid>-<tag>``) whose awm process is gone (it was SIGKILLed, or never
+    cleaned up): their processes are killed first. Returns how many went."""
+    roots, _ = cgroup_support()
+    swept = 0
+    for root in roots.values():
+        try:
+            entries = list(root.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            parts = entry.name.split("-")
+            if not entry.is_dir() or len(parts) < 4 or parts[0] != "awm" or not parts[-2].isdigit():
+                continue
+            owner = int(parts[-2])
+            if owner == os.getpid() or Path(f"/proc/{owner}").exists():
+                continue
+            group = SandboxCgroup.__new__(SandboxCgroup)
+            group.dirs, group.controllers = [entry], set()
+            group.remove()
+            swept += 1
+    return swept

@@ -51,6 +51,8 @@ class CheckerHost:
         wheel.require()
         if getattr(self, "root", None) is not None:  # a previous host's, which died
             remove_dir(self.root)
+        if self.sandbox is not None:
+            self.sandbox.cleanup()
         # a project root of the host's own: never the one this process's bfcl_eval uses (the sandbox could rig it)
         root = self.root = private_dir("awm_bfcl_")
         env = {"AWM_BFCL_PROJECT_ROOT": str(root)}
