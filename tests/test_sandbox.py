@@ -348,3 +348,19 @@ def test_the_private_tmp_is_writable_and_leaves_nothing_on_the_host(tmp_path):
         timeout=60, capture_output=True)
     assert result.returncode == 0 and result.stdout.strip() == b"ok", result.stderr.decode()[-1000:]
     assert not Path("/tmp", marker).exists()
+
+
+def test_a_policys_variables_reach_only_the_sandboxed_process_and_never_loader_ones(tmp_path):
+    """A benchmark server config declares the variables its server gets: they must not reach the host-side processes
+    that start the sandbox as root, and variables that change how programs load are refused."""
+    from awm_engine.sandbox.launcher import UnsafeEnvironment
+
+    with pytest.raises(UnsafeEnvironment, match="LD_PRELOAD"):
+        Sandbox(SandboxPolicy(writable=[str(tmp_path / "a")], env={"LD_PRELOAD": "/tmp/x.so"}), "env").run(
+            ["/bin/true"], timeout=60)
+    sandbox = Sandbox(SandboxPolicy(writable=[str(tmp_path / "b")], env={"SERVICE_REGION": "test-1"}), "env")
+    command, env = sandbox.command([sys.executable, "-c", "import os; print(os.environ.get('SERVICE_REGION'))"])
+    assert "SERVICE_REGION" not in env  # not in the environment of the shell and bubblewrap, which run as root
+    result = sandbox.run([sys.executable, "-c", "import os; print(os.environ.get('SERVICE_REGION'))"], timeout=60,
+                         capture_output=True)
+    assert result.stdout.decode().strip() == "test-1", result.stderr.decode()[-1000:]

@@ -429,7 +429,15 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
             (run_dir / "unsafe_entries.txt").write_text("\n".join(problems) + "\n")
     finally:
         os.close(dfd)
-    shutil.rmtree(live, ignore_errors=True)
+    # removed through its parent's descriptor: a path walk could follow a symlink swapped in meanwhile
+    try:
+        parent = safe_fs.open_dir(home, live.parent.relative_to(home))
+    except OSError:
+        return
+    try:
+        shutil.rmtree(live.name, dir_fd=parent, ignore_errors=True)
+    finally:
+        os.close(parent)
 
 
 class EnvPool:

@@ -75,6 +75,24 @@ def default_memory_mb(kind: str) -> int:
     return {"worker": 2048, "verifier": 1024, "build": 1024, "serve": 2048}.get(kind, 2048)
 
 
+LOADER_VARIABLES = ("LD_", "GCONV_PATH", "MALLOC_", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "HOSTALIASES",
+                    "RESOLV_HOST_CONF", "PYTHON")
+
+
+class UnsafeEnvironment(ValueError):
+    pass
+
+
+def checked_env(env: dict[str, str]) -> dict[str, str]:
+    """A policy's extra variables, refusing those that change how programs load (``LD_PRELOAD``, ``GCONV_PATH`` …,
+    ``PYTHON*``): they come from data (a benchmark's server config) and must not steer any process awm starts."""
+    bad = sorted(name for name in env if name.upper().startswith(LOADER_VARIABLES))
+    if bad:
+        raise UnsafeEnvironment(f"refused environment variables for a sandboxed process: {', '.join(bad)} (they "
+                                "change how programs are loaded)")
+    return {str(k): str(v) for k, v in env.items()}
+
+
 def sandbox_ids() -> tuple[int, int]:
     """The host uid/gid sandboxed code runs as: ``AWM_SANDBOX_UID`` (default 1999999999, owning nothing) when awm
     runs as root; awm's own uid otherwise (a user namespace cannot map another)."""
@@ -181,15 +199,20 @@ class Sandbox:
                             "PYTHONPATH": PACKAGE_PARENT})
         env.pop("AWM_CACHE_DIR", None)
         env["AWM_SANDBOXED"] = "1"
-        env.update(self.policy.env)
+        extra = checked_env(self.policy.env)
         inner = self._init_argv(argv, writable)
         if not self.protections.namespaces:
             if not host.unsafe_allowed():
                 raise SandboxUnavailable(host.unavailable_message())
+            env.update(extra)
             command = inner  # the user said --unsafe-no-sandbox: rlimits, Landlock and the allow-list only (as root:
             # the code runs as root, since the Python runtime may not be readable by the sandbox uid), recorded in the run
         else:
-            command = self._bwrap_argv(writable, cwd or "/tmp") + inner
+            # the policy's variables (a benchmark server's declared env) reach only the sandboxed process, through
+            # bubblewrap: never the host-side shell that joins the cgroups, nor bubblewrap itself, which run as root
+            setenv = [a for name, value in extra.items() for a in ("--setenv", name, value)]
+            bwrap = self._bwrap_argv(writable, cwd or "/tmp")
+            command = bwrap[:-1] + setenv + ["--"] + inner
         global _swept
         if not _swept:
             _swept = True
