@@ -322,14 +322,14 @@ def test_untrusted_code_is_refused_without_the_namespace_layer_unless_asked(tmp_
 
 
 def test_the_real_commands_refuse_without_a_sandbox_and_record_the_unsafe_choice(tmp_path):
-    """`awm env call` exits 3 with the reason when the namespace layer is missing; `awm --unsafe-no-sandbox eval
+    """`awm env call` exits 4 with the reason when the namespace layer is missing; `awm --unsafe-no-sandbox eval
     run` runs and its metadata says so."""
     awm = str(Path(sys.executable).with_name("awm"))
     env = {**os.environ, "AWM_SANDBOX": "off-namespaces"}
     env.pop("AWM_UNSAFE_NO_SANDBOX", None)
     refused = subprocess.run([awm, "env", "call", "maple_library_lending", "list_branches"], env=env,
                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert refused.returncode == 3, refused.stderr
+    assert refused.returncode == 4, refused.stderr
     assert "untrusted code was not run" in refused.stderr and "--unsafe-no-sandbox" in refused.stderr
     assert "namespaces is OFF" in refused.stderr  # every protection that is off is named on stderr
     done = subprocess.run([awm, "--unsafe-no-sandbox", "eval", "run", "--scenario", "maple_library_lending",

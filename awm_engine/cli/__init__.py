@@ -3,7 +3,7 @@ May import: every other engine subpackage (nothing in the engine imports it).
 
 stdout carries data (tables or JSON); stderr carries narration.
 
-Exit codes: 0 success, 1 the operation ran and failed, 2 bad usage or unusable input, 3 untrusted code refused
+Exit codes: 0 success, 1 the operation ran and failed, 2 bad usage or unusable input, 3 env serve's port is busy, 4 untrusted code refused
 (the sandbox's namespace layer is unavailable and --unsafe-no-sandbox was not given).
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SandboxUnavailable as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        return 3
+        return 4
     except (CliError, *INPUT_ERRORS) as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return getattr(exc, "code", 2)
