@@ -51,7 +51,11 @@ async def test_play_a_sample_task_to_complete(tmp_path):
         for call in solution["calls"]:
             tools = screen.query_one("#play-tools", OptionList)
             tools.highlighted = [t["name"] for t in screen.tools].index(call["tool"])
-            await pilot.pause()
+            # the highlighted tool's form is built asynchronously: wait until it is the one on screen (a busy machine
+            # had the previous tool's fields still there: KeyError 'status')
+            await wait_until(pilot, lambda: (screen.current or {}).get("name") == call["tool"]
+                             and set(call["arguments"]) <= set(screen.fields)
+                             and all(f.is_mounted for f in screen.fields.values()))
             for name, value in call["arguments"].items():
                 screen.fields[name].value = str(value)
             before = len(screen.query_one("#transcript").events)
