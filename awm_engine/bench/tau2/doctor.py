@@ -26,18 +26,30 @@ from typing import Any
 from awm_engine.bench.tau2.data import domains_dir
 from awm_engine.bench.tau2.environment import build_env
 from awm_engine.bench.tau2.episode import DomainScenario
-from awm_engine.bench.tau2.evaluation import evaluate_environment, evaluate_simulation, gold_messages, gold_state
-from awm_engine.bench.tau2.prompts import GREETING, STOP
+from awm_engine.bench.tau2.evaluation import (
+    evaluate_environment,
+    evaluate_simulation,
+    gold_messages,
+    gold_state,
+)
 from awm_engine.data.paths import cache_dir
 from awm_engine.runtime.episode import EnvLoadError
 from awm_engine.runtime.openapi_tools import input_schema_error
-from awm_engine.verify.doctor import FORMAT_VERSION, Diagnosis, Problem, _sorted, read_diagnosis, write_diagnosis
+from awm_engine.verify.doctor import (
+    FORMAT_VERSION,
+    Diagnosis,
+    Problem,
+    _sorted,
+    read_diagnosis,
+    write_diagnosis,
+)
 
 NOTES = (
     "health check: does not apply (τ² tools are Python functions, not HTTP routes); opening the domain in a worker "
     "and listing its tools stands in",
     "verifiers: do not apply (τ²'s evaluator scores the tasks); checking each task's gold actions stands in",
 )
+CHECKS = 2  # the version of the checks below: a cached diagnosis made by other checks is not reused
 
 
 def _problem(kind: str, severity: str, key: str, message: str, detail: str | None = None, **where) -> Problem:
@@ -80,10 +92,8 @@ def task_problems(scenario: DomainScenario, index: int, mutating=lambda name: Tr
                                  + ("" if writes else " (a read: the end state does not change)"),
                                  json.dumps(error), **where))
     criteria = task.evaluation_criteria
-    if criteria is None:
-        return problems
     basis = set(task.basis)
-    if basis & {"DB", "ENV_ASSERTION"} and (criteria.actions or criteria.env_assertions):
+    if criteria is not None and basis & {"DB", "ENV_ASSERTION"} and (criteria.actions or criteria.env_assertions):
         env = evaluate_environment(domain, task, messages)
         failed = []
         if "DB" in basis and not env["db_check"]["db_match"]:
@@ -94,17 +104,16 @@ def task_problems(scenario: DomainScenario, index: int, mutating=lambda name: Tr
         if failed:
             problems.append(_problem("gold_mismatch", "error", key, f"task id {task.id!r}: its gold actions score 0 "
                                      "on " + "; ".join(failed), json.dumps(env["db_check"], default=str), **where))
-    # doing nothing can only earn the full reward when no component in the basis asks for something to happen
-    asked = [("COMMUNICATE", criteria.communicate_info), ("ACTION", criteria.actions),
-             ("NL_ASSERTION", criteria.nl_assertions)]
-    could = not any(name in basis and items for name, items in asked)
-    if could and (criteria.actions or criteria.communicate_info or criteria.env_assertions or criteria.nl_assertions):
-        empty = [{"role": "assistant", "content": GREETING}, {"role": "user", "content": f"Thanks, that's all. {STOP}"}]
-        info = asyncio.run(evaluate_simulation(domain, task, empty, "user_stop"))
-        if info.reward == 1.0:
-            problems.append(_problem("solved_at_start", "info", key, f"task id {task.id!r}: a conversation with no "
-                                     "action already scores 1 (the task rewards leaving the state as it is)",
-                                     json.dumps(info.reward_breakdown), **where))
+    # τ²'s own evaluator on the agent's greeting and the user's stop, for every task: no rule of awm's decides which
+    # could score (a task whose criteria are all empty lists — retail 57 — earns 1 as much as one whose gold
+    # actions only read; a task without criteria scores 1 on any conversation that stops)
+    empty = [messages[0], messages[-1]]  # the gold conversation's greeting and stop, nothing between
+    info = asyncio.run(evaluate_simulation(domain, task, empty, "user_stop"))
+    if info.reward == 1.0:
+        why = ("it has no evaluation criteria" if criteria is None
+               else "the task rewards leaving the state as it is")
+        problems.append(_problem("solved_at_start", "info", key, f"task id {task.id!r}: a conversation with no "
+                                 f"action already scores 1 ({why})", json.dumps(info.reward_breakdown), **where))
     return problems
 
 
@@ -183,7 +192,7 @@ def diagnosis_version(scenario: DomainScenario) -> str:
     """What a diagnosis depends on: every file of the domain's directory, the user-simulator guidelines, the
     airline database given apart, and the split."""
     domain = scenario.domain_data
-    parts = [str(FORMAT_VERSION), scenario.split]
+    parts = [str(FORMAT_VERSION), f"tau2-checks-{CHECKS}", scenario.split]
     paths = sorted(domain.dir.glob("*")) if domain.dir.is_dir() else []
     paths += sorted((domains_dir(domain.root).parent / "user_simulator").glob("*.md"))
     paths += sorted((domain.root / "user_simulator").glob("*.md"))
