@@ -13,6 +13,12 @@ The readers below exist for awm evaluations, BFCL and MCP-Universe; any other be
 package's own ``run.report_columns`` when it has one, else through a ``report_columns`` entry of its
 ``metadata.json`` (the same dict), else the run is skipped with the reason. A benchmark without runs leaves its
 group empty.
+
+Partial runs say so: a column whose category (BFCL) or domain (τ², MCP-Universe) was not run is ``–`` (value
+None), never 0; an aggregate over partial coverage (BFCL's groups and Overall, τ²'s Avg, MCP-Universe's Overall)
+is computed over what was run and its cell carries ``"partial": {"covered", "of", "unit", "not_run"}``, shown as
+``41.2 (partial: 2/3 domains)`` with a footnote naming what was not run. With complete coverage the official
+formulas stand unchanged and no cell is partial.
 """
 from __future__ import annotations
 
@@ -80,6 +86,46 @@ def _awm_eval(run_dir: Path) -> dict[str, Any]:
                         "Mean reward": cell(overall.get("mean_reward"), n)}, "notes": notes}
 
 
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _bfcl_over_run(categories: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """BFCLv3's groups (``bfcl.scores.aggregate``'s formulas) over the categories that were run: a
+    category not run is left out of its mean (BFCL itself counts it 0), a group none of whose categories ran is
+    None."""
+    from awm_engine.bench.bfcl.categories import GROUPS as BFCL_GROUPS
+
+    acc = {n: r["accuracy"] for n, r in categories.items()
+           if isinstance(r, dict) and r.get("scored") and isinstance(r.get("accuracy"), (int, float))}
+    simple = _mean([acc.get(n) for n in ("simple", "java", "javascript")])
+    non_live = _mean([simple, *(acc.get(n) for n in ("multiple", "parallel", "parallel_multiple", "irrelevance"))])
+    live_run = [n for n in BFCL_GROUPS["live"] if n in acc]  # count-weighted over the scored entries
+    weight = sum(categories[n]["scored"] for n in live_run)
+    live = sum(acc[n] * categories[n]["scored"] for n in live_run) / weight if live_run else None
+    multi_turn = _mean([acc.get(n) for n in BFCL_GROUPS["multi_turn"]])
+    return {"non_live": non_live, "live": live, "multi_turn": multi_turn}
+
+
+def _bfcl_not_run(categories: dict[str, dict[str, Any]], groups: list[str]) -> tuple[int, int, list[str]]:
+    """(categories run, categories in ``groups``, what was not run: a group's title when none of its categories
+    ran, else its missing categories)."""
+    from awm_engine.bench.bfcl.categories import GROUP_NAMES
+    from awm_engine.bench.bfcl.categories import GROUPS as BFCL_GROUPS
+
+    ran, total, missing = 0, 0, []
+    for g in groups:
+        names = BFCL_GROUPS[g]
+        done = [n for n in names if isinstance(categories.get(n), dict) and categories[n].get("scored")]
+        ran, total = ran + len(done), total + len(names)
+        if not done:
+            missing.append(f"{GROUP_NAMES[g]} (all its categories)")
+        else:
+            missing += [n for n in names if n not in done]
+    return ran, total, missing
+
+
 def _bfcl(run_dir: Path) -> dict[str, Any]:
     try:
         from awm_engine.bench.bfcl.run import current_metadata
@@ -90,10 +136,24 @@ def _bfcl(run_dir: Path) -> dict[str, Any]:
     awm = meta.get("awm") or {}
     n = (meta.get("totals") or {}).get("scored")
     notes = [f"BFCL {meta.get('mode')} mode"] if meta.get("mode") else []
-    return {"benchmark": "bfcl", "model": meta.get("model") or "unknown",
-            "columns": {"Non-Live": cell(awm.get("non_live")), "Live": cell(awm.get("live")),
-                        "Multi-Turn": cell(awm.get("multi_turn")), "Overall": cell(awm.get("overall"), n)},
-            "notes": notes}
+    columns = {"Non-Live": cell(awm.get("non_live")), "Live": cell(awm.get("live")),
+               "Multi-Turn": cell(awm.get("multi_turn")), "Overall": cell(awm.get("overall"), n)}
+    categories = meta.get("categories")
+    coverage = meta.get("coverage") or {}
+    if isinstance(categories, dict) and not (coverage.get("all") or {}).get("all", True):
+        over_run = _bfcl_over_run(categories)  # a group run in full keeps BFCL's own value
+        for column, key in (("Non-Live", "non_live"), ("Live", "live"), ("Multi-Turn", "multi_turn")):
+            ran, total, missing = _bfcl_not_run(categories, [key])
+            if ran < total:
+                columns[column]["value"] = over_run[key]
+                if ran:
+                    columns[column]["partial"] = {"covered": ran, "of": total, "unit": "categories",
+                                                  "not_run": missing}
+        columns["Overall"]["value"] = _mean([columns[c]["value"] for c in ("Non-Live", "Live", "Multi-Turn")])
+        ran, total, missing = _bfcl_not_run(categories, ["non_live", "live", "multi_turn"])
+        if columns["Overall"]["value"] is not None:
+            columns["Overall"]["partial"] = {"covered": ran, "of": total, "unit": "categories", "not_run": missing}
+    return {"benchmark": "bfcl", "model": meta.get("model") or "unknown", "columns": columns, "notes": notes}
 
 
 def _mcp_universe(run_dir: Path) -> dict[str, Any]:
@@ -140,6 +200,24 @@ def _generic(run_dir: Path, benchmark: str) -> dict[str, Any]:
 READERS: dict[str, Callable[[Path], dict[str, Any]]] = {"awm": _awm_eval, "bfcl": _bfcl,
                                                         "mcp-universe": _mcp_universe}
 
+# benchmark -> (its aggregate column, what its other columns are): the aggregate over the columns with a value
+AGGREGATES = {"tau2": ("Avg", "domains"), "mcp-universe": ("Overall", "domains")}
+
+
+def mark_partial(benchmark: str, columns: dict[str, Any]) -> None:
+    """Mark ``benchmark``'s aggregate partial when some of its domain columns were not run (no value)."""
+    if benchmark not in AGGREGATES or not isinstance(columns, dict):
+        return
+    aggregate, unit = AGGREGATES[benchmark]
+    parts = [c for c in GROUPS[benchmark][1] if c != aggregate]
+    agg = columns.get(aggregate)
+    if not isinstance(agg, dict) or not isinstance(agg.get("value"), (int, float)) or "partial" in agg:
+        return
+    run = [c for c in parts if isinstance(columns.get(c), dict) and isinstance(columns[c].get("value"), (int, float))]
+    if len(run) < len(parts):
+        columns[aggregate] = {**agg, "partial": {"covered": len(run), "of": len(parts), "unit": unit,
+                                                 "not_run": [c for c in parts if c not in run]}}
+
 
 def report_columns(run_dir: Path | str) -> dict[str, Any]:
     run_dir = Path(run_dir)
@@ -148,6 +226,7 @@ def report_columns(run_dir: Path | str) -> dict[str, Any]:
     result = reader(run_dir) if reader else _generic(run_dir, benchmark)
     result.setdefault("benchmark", benchmark)
     result.setdefault("notes", [])
+    mark_partial(result["benchmark"], result.get("columns"))
     return result
 
 
@@ -182,8 +261,8 @@ def build_table(run_dirs: list[Path | str]) -> dict[str, Any]:
 
 
 def cell_text(c: dict[str, Any] | None, sep: str = " ") -> str:
-    """A cell as the table prints it: the value in %, its [95 % CI] and n where they apply (joined by ``sep``),
-    else ``–``."""
+    """A cell as the table prints it: the value in %, its [95 % CI], n and ``(partial: k/N unit)`` where they apply
+    (joined by ``sep``), else ``–`` (not run)."""
     if not isinstance(c, dict) or not isinstance(c.get("value"), (int, float)):
         return "–"
     text = f"{100 * c['value']:.1f}"
@@ -192,7 +271,24 @@ def cell_text(c: dict[str, Any] | None, sep: str = " ") -> str:
         text += f"{sep}[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
     if c.get("n"):
         text += f"{sep}(n={c['n']})"
+    partial = c.get("partial")
+    if isinstance(partial, dict):
+        text += f"{sep}(partial: {partial.get('covered')}/{partial.get('of')} {partial.get('unit') or 'parts'})"
     return text
+
+
+def _partial_notes(table: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    """What a row's partial aggregates were computed over, one note each."""
+    out = []
+    for b, g in table["groups"].items():
+        cols = row["benchmarks"].get(b)
+        for c in g["columns"] if isinstance(cols, dict) else []:
+            p = cols[c].get("partial") if isinstance(cols.get(c), dict) else None
+            if isinstance(p, dict):
+                missing = ", ".join(map(str, p.get("not_run") or [])) or "?"
+                out.append(f"{g['title']} {c} is partial ({p.get('covered')}/{p.get('of')} "
+                           f"{p.get('unit') or 'parts'}); not run or not scored: {missing}")
+    return out
 
 
 def layout(table: dict[str, Any], sep: str = " ") -> dict[str, Any]:
@@ -208,11 +304,15 @@ def layout(table: dict[str, Any], sep: str = " ") -> dict[str, Any]:
             cells += [cell_text(cols.get(c), sep) if isinstance(cols, dict) else "–" for c in g["columns"]]
         rows.append(cells)
     absent = [g["title"] for b, g in table["groups"].items() if b not in table["present"]]
-    notes = ["Values are percentages; [95 % CI] where a column is a proportion; n = items scored."]
+    notes = ["Values are percentages; [95 % CI] where a column is a proportion; n = items scored; – = not run "
+             "or nothing scored (never counted as 0)."]
+    partial = {row["model"]: _partial_notes(table, row) for row in table["rows"]}
+    if any(partial.values()):
+        notes.append("(partial: k/N …) = an aggregate over only the k of N categories or domains with a score.")
     if absent:
         notes.append("No runs given for: " + ", ".join(absent) + ".")
     for row in table["rows"]:
-        notes += [f"- {row['model']}: {n}" for n in row["notes"]]
+        notes += [f"- {row['model']}: {n}" for n in row["notes"] + partial[row["model"]]]
     return {"groups": groups, "rows": rows, "notes": notes}
 
 
