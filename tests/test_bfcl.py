@@ -115,7 +115,7 @@ def test_multi_turn_state_and_responses_are_checked_officially(host):
     assert verdict(host, entry.id, _multi_turn_raw(entry, dropped))["valid"] is False
     assert error_type(verdict(host, entry.id, _multi_turn_raw(entry, turns[:2]))) == "multi_turn:force_terminated"
     # the per-turn states (for display) say where the model's backends differ from the ground truth's
-    states = host.call("check", entry_id=entry.id, raw=_multi_turn_raw(entry, wrong), mode="fc")["states"]
+    states = host.call("states", entry_id=entry.id, raw=_multi_turn_raw(entry, wrong), mode="fc")["states"]
     assert states[0]["classes"]["GorillaFileSystem"]["match"] is False
     assert "root" in states[0]["classes"]["GorillaFileSystem"]["differences"]
 

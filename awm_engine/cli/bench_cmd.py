@@ -220,8 +220,14 @@ def cmd_score(args: argparse.Namespace) -> int:
         result = asyncio.run(score_files(args.files, args.mode, args.out))
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    result.update(model=", ".join(result["models"]), bfcl_eval=wheel.BFCL_EVAL_VERSION)
-    if _print(args, result):
+    for one in result["models"]:
+        one["bfcl_eval"] = wheel.BFCL_EVAL_VERSION
+    if args.json:  # every model's table and per-entry verdicts
+        print_json({**result, "bfcl_eval": wheel.BFCL_EVAL_VERSION})
+        return 0
+    for one in result["models"]:  # one table (or markdown report) per model folder
+        _print(args, one)
+    if not args.markdown:
         for path in result["score_files"]:
             stderr.print(f"wrote {path}", markup=False)
     return 0

@@ -98,11 +98,15 @@ def guess_model(path: Path) -> str:
 
 
 async def score_lines(lines: list[dict[str, Any]], mode: str, host: CheckerHost) -> list[dict[str, Any]]:
-    """The official verdict on every line (multi-turn lines are executed and checked in the sandbox)."""
+    """The official verdict on every line (multi-turn lines are executed and checked in the sandbox); nothing
+    is computed for display. A line the checker could not answer (timeout, crash) is ``awm:checker_error``."""
     async def one(line: dict[str, Any]) -> dict[str, Any]:
-        kind = "check" if category_of(line["id"]).kind == "multi_turn" else "score"
+        multi = category_of(line["id"]).kind == "multi_turn"
         try:
-            answer = await host.acall(kind, entry_id=line["id"], raw=line["result"], mode=mode)
+            if multi:
+                answer = await host.acall("check", entry_id=line["id"], raw=line["result"], mode=mode)
+            else:
+                answer = await host.acall("score", entry_id=line["id"], raw=line["result"], mode=mode, display=False)
             return answer["verdict"]
         except CheckerError as exc:
             return {"id": line["id"], "valid": False, "error": [str(exc)], "error_type": "awm:checker_error"}
@@ -123,31 +127,60 @@ def write_score_file(out: Path, model: str, wheel_category: str, verdicts: list[
     return path
 
 
+def error_type(verdict: dict[str, Any]) -> str | None:
+    """The checker's error type (multi-turn verdicts keep it inside ``error``)."""
+    error = verdict.get("error")
+    return verdict.get("error_type") or (error.get("error_type") if isinstance(error, dict) else None)
+
+
+def _entry_row(line: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any]:
+    """One entry's verdict as ``score --json`` lists it: the checker's error type and reason, no prompt."""
+    valid = bool(verdict.get("valid"))
+    error = verdict.get("error")
+    reason = error.get("error_message") if isinstance(error, dict) else error
+    return {"id": line["id"], "category": category_of(line["id"]).name, "valid": valid,
+            "error_type": None if valid else error_type(verdict), "error": None if valid else reason}
+
+
 async def score_files(paths: list[Path | str], mode: str = "auto", out: Path | str | None = None,
                       host: CheckerHost | None = None) -> dict[str, Any]:
-    """Score BFCL result files; returns the per-category table, the aggregates and (with ``out``) the score
-    files written."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    """Score BFCL result files, every model folder on its own (``auto``: each model's mode from its answers).
+
+    Returns ``models``: per model its ``model``, ``mode``, the per-category table and the aggregates, and
+    ``entries`` (every entry's verdict); with a single model its result is also the top level. With ``out``
+    the score files written are listed under ``score_files``."""
+    by_model: dict[str, dict[str, list[dict[str, Any]]]] = {}  # model -> wheel category -> lines
     for path in map(Path, paths):
         lines = read_result_file(path)
         for line in lines:
-            groups.setdefault((guess_model(path), category_of(line["id"]).wheel), []).append(line)
-    all_lines = [line for lines in groups.values() for line in lines]
-    mode = infer_mode(all_lines) if mode == "auto" else mode
+            by_model.setdefault(guess_model(path), {}).setdefault(category_of(line["id"]).wheel, []).append(line)
     own = host is None
     host = host or CheckerHost()
-    summaries, written = [], []
+    results, written = [], []
     try:
-        for (model, wheel_category), lines in groups.items():
-            verdicts = await score_lines(lines, mode, host)
-            summaries += [{"scenario": BY_WHEEL_NAME[wheel_category].name, "task_id": line["id"], "status": "ok",
-                           "label": "correct" if v.get("valid") else "incorrect"} for line, v in zip(lines, verdicts)]
-            if out is not None:
-                written.append(str(write_score_file(Path(out), model, wheel_category, verdicts)))
+        modes = {model: infer_mode([line for lines in groups.values() for line in lines]) if mode == "auto" else mode
+                 for model, groups in by_model.items()}
+        jobs = [(model, wheel_category, lines) for model, groups in by_model.items()
+                for wheel_category, lines in groups.items()]
+        # every line of every model at once: the host's pool stays busy across files and models
+        verdicts = await asyncio.gather(*(score_lines(lines, modes[model], host) for model, _, lines in jobs))
     finally:
         if own:
             host.close()
-    held = Counter(s["scenario"] for s in summaries)
-    expected = {c: held[c] for c in CATEGORIES if c in held}
-    return {"mode": mode, "models": sorted({m for m, _ in groups}), **scores.summarize(summaries, expected, mode),
-            "score_files": written}
+    per_model: dict[str, list[tuple[str, list, list]]] = {}
+    for (model, wheel_category, lines), found in zip(jobs, verdicts):
+        per_model.setdefault(model, []).append((wheel_category, lines, found))
+        if out is not None:
+            written.append(str(write_score_file(Path(out), model, wheel_category, found)))
+    for model in sorted(per_model):
+        summaries, entries = [], []
+        for wheel_category, lines, found in per_model[model]:
+            summaries += [{"scenario": BY_WHEEL_NAME[wheel_category].name, "task_id": line["id"], "status": "ok",
+                           "label": "correct" if v.get("valid") else "incorrect"} for line, v in zip(lines, found)]
+            entries += [_entry_row(line, v) for line, v in zip(lines, found)]
+        held = Counter(s["scenario"] for s in summaries)
+        expected = {c: held[c] for c in CATEGORIES if c in held}
+        results.append({"model": model, "mode": modes[model], **scores.summarize(summaries, expected, modes[model]),
+                        "entries": entries})
+    single = results[0] if len(results) == 1 else {}
+    return {**single, "models": results, "score_files": written}

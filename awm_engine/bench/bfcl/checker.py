@@ -1,17 +1,20 @@
 """Decoding, execution and scoring with the wheel's own code. **Runs only inside the sandboxed host**
-(``host.py``), each call in a freshly forked child: prompt-mode decoding ``eval()``s parts of the model's
-text and multi-turn calls are ``eval()``ed against the backends, and the backends keep their instances in
-module globals — a child that ends takes them with it, so no two entries ever share one.
+(``host.py``), in one of its persistent workers: prompt-mode decoding ``eval()``s parts of the model's text and
+multi-turn calls are ``eval()``ed against the backends. The backends keep their instances in the module
+globals of ``multi_turn_utils``; ``reset()`` removes everything a request added there, so every request starts
+from backends built afresh from the entry's initial configuration, as in a fresh process.
 
 Scoring is the wheel's per-entry scoring (``eval_runner._evaluate_single_ast_entry``,
 ``_evaluate_single_relevance_entry``, ``_evaluate_single_multi_turn_entry``: the AST checker, the
 relevance rule and the multi-turn checker) with the decoders of BFCL's OpenAI chat-completions handler
-(``OpenAICompletionsHandler.decode_ast`` / ``decode_execute``: FC or prompting).
+(``OpenAICompletionsHandler.decode_ast`` / ``decode_execute``: FC or prompting). **The verdict comes first and
+nothing after it can lose it**: what is computed for display (the decoded calls, the per-turn backend states)
+fails only into a note.
 """
 from __future__ import annotations
 
-import copy
 import json
+import pickle
 from typing import Any
 
 from awm_engine.bench.bfcl import wheel
@@ -22,11 +25,12 @@ STATE_CHARS = 4000  # the longest rendering of one differing backend attribute k
 
 class _Data:
     """Prompt entries (docs as in the file, as BFCL's evaluator reads them) and possible answers, per wheel
-    category, loaded in the host before forking."""
+    category, loaded at a category's first request. Kept pickled: each request gets its own copy (the wheel's
+    scoring changes the entries it is given), and unpickling is several times faster than ``deepcopy``."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, dict[str, Any]] = {}  # id -> prompt entry
-        self.answers: dict[str, Any] = {}  # id -> ground_truth
+        self.entries: dict[str, bytes] = {}  # id -> pickled prompt entry
+        self.answers: dict[str, bytes] = {}  # id -> pickled ground_truth
         self.loaded: set[str] = set()
 
     def load(self, category: str) -> None:
@@ -37,17 +41,33 @@ class _Data:
         prompts = utils.load_dataset_entry(cat.wheel, include_prereq=False, include_language_specific_hint=False)
         answers = utils.load_ground_truth_entry(cat.wheel) if cat.kind in ("ast", "multi_turn") else None
         for i, prompt in enumerate(prompts):  # paired by line index, as BFCL does
-            self.entries[prompt["id"]] = prompt
+            self.entries[prompt["id"]] = pickle.dumps(prompt)
             if answers is not None:
-                self.answers[prompt["id"]] = answers[i]["ground_truth"]
+                self.answers[prompt["id"]] = pickle.dumps(answers[i]["ground_truth"])
         self.loaded.add(category)
+
+    def _known(self, entry_id: str) -> None:
+        self.load(category_of(entry_id).name)
+        if entry_id not in self.entries:
+            raise KeyError(f"no BFCLv3 entry {entry_id!r}")
+
+    def entry(self, entry_id: str) -> dict[str, Any]:
+        """A fresh copy of the prompt entry."""
+        self._known(entry_id)
+        return pickle.loads(self.entries[entry_id])
+
+    def answer(self, entry_id: str) -> Any:
+        """A fresh copy of the possible answer."""
+        self._known(entry_id)
+        return pickle.loads(self.answers[entry_id])
 
 
 DATA = _Data()
+_PRISTINE: set[str] = set()  # the names in multi_turn_utils' globals before any request
 
 
 def warm_up() -> None:
-    """Import everything a child uses (before forking: children start warm)."""
+    """Import everything a request uses (before the workers fork: they start warm)."""
     wheel.prepare(checker=True)
     for module in ("eval_checker.eval_runner", "model_handler.api_inference.openai_completion",
                    "eval_checker.multi_turn_eval.multi_turn_utils", "constants.executable_backend_config"):
@@ -55,6 +75,16 @@ def warm_up() -> None:
     config = wheel.load("constants.executable_backend_config", checker=True)
     for module in dict.fromkeys(config.CLASS_FILE_PATH_MAPPING[c] for c in BACKENDS):
         __import__(module)
+    _PRISTINE.update(vars(wheel.load("eval_checker.multi_turn_eval.multi_turn_utils", checker=True)))
+
+
+def reset() -> None:
+    """Forget every backend instance (and any other global) a request left in ``multi_turn_utils``, where the
+    wheel caches instances by model name and entry id and where it ``eval()``s the calls: the next request
+    builds its backends from the entry's initial configuration again."""
+    namespace = vars(wheel.load("eval_checker.multi_turn_eval.multi_turn_utils", checker=True))
+    for name in [n for n in namespace if n not in _PRISTINE]:
+        del namespace[name]
 
 
 BACKENDS = ("GorillaFileSystem", "MathAPI", "MessageAPI", "TwitterAPI", "TicketAPI", "TradingBot", "TravelAPI",
@@ -81,12 +111,16 @@ def _jsonable(value: Any) -> Any:
     return wheel.load("utils", checker=True).make_json_serializable(value)
 
 
-def score_single(entry_id: str, raw: Any, mode: str) -> dict[str, Any]:
-    """The official verdict on one single-turn answer, and the decoded calls."""
+def _note(what: str, exc: BaseException) -> str:
+    return f"{what} could not be shown ({type(exc).__name__}: {exc}); the official verdict stands"
+
+
+def score_single(entry_id: str, raw: Any, mode: str, display: bool = True) -> dict[str, Any]:
+    """The official verdict on one single-turn answer and (``display``) the decoded calls."""
     runner = wheel.load("eval_checker.eval_runner", checker=True)
     enums = wheel.load("constants.enums", checker=True)
     cat = category_of(entry_id)
-    prompt = copy.deepcopy(DATA.entries[entry_id])
+    prompt = DATA.entry(entry_id)
     decoder, model = _Decoder(mode), wheel.MODEL_NAMES[mode]
     language, fmt = {"java": (enums.Language.JAVA, enums.ReturnFormat.JAVA),
                      "javascript": (enums.Language.JAVASCRIPT, enums.ReturnFormat.JAVASCRIPT)}.get(
@@ -95,13 +129,16 @@ def score_single(entry_id: str, raw: Any, mode: str) -> dict[str, Any]:
         fmt = enums.ReturnFormat.PYTHON
         verdict = runner._evaluate_single_relevance_entry(decoder, entry_id, raw, prompt, model, cat.wheel)
     else:
-        verdict = runner._evaluate_single_ast_entry(decoder, entry_id, raw, copy.deepcopy(DATA.answers[entry_id]),
-                                                    prompt, model, cat.wheel, language=language, return_format=fmt)
-    try:
-        decoded, decode_error = decoder.decode_ast(copy.deepcopy(raw), fmt), None
-    except Exception as exc:  # noqa: BLE001 - the verdict already says so; this is for display
-        decoded, decode_error = None, f"{type(exc).__name__}: {exc}"
-    return {"verdict": _jsonable(verdict), "decoded": _jsonable(decoded), "decode_error": decode_error}
+        verdict = runner._evaluate_single_ast_entry(decoder, entry_id, pickle.loads(pickle.dumps(raw)),
+                                                    DATA.answer(entry_id), prompt, model, cat.wheel,
+                                                    language=language, return_format=fmt)
+    answer: dict[str, Any] = {"verdict": _jsonable(verdict)}
+    if display:
+        try:
+            answer["decoded"], answer["decode_error"] = _jsonable(decoder.decode_ast(raw, fmt)), None
+        except Exception as exc:  # noqa: BLE001 - the verdict already says so; this is for display
+            answer["decoded"], answer["decode_error"] = None, f"{type(exc).__name__}: {exc}"
+    return answer
 
 
 def _execute(entry: dict[str, Any], calls: list[str], model_name: str):
@@ -116,12 +153,12 @@ def execute_step(entry_id: str, previous: list[list[str]], raw: Any, mode: str) 
     run these, returning their results. ``decoded`` None: the output is not a call (the turn ends)."""
     utils = wheel.load("eval_checker.multi_turn_eval.multi_turn_utils", checker=True)
     try:
-        decoded = _Decoder(mode).decode_execute(copy.deepcopy(raw))
+        decoded = _Decoder(mode).decode_execute(pickle.loads(pickle.dumps(raw)))
     except Exception as exc:  # noqa: BLE001 - a text reply or a malformed call: the turn ends, as in BFCL
         return {"decoded": None, "decode_error": f"{type(exc).__name__}: {exc}"}
     if utils.is_empty_execute_response(decoded):
         return {"decoded": None, "decode_error": "no function call"}
-    entry = DATA.entries[entry_id]
+    entry = DATA.entry(entry_id)
     for calls in previous:
         _execute(entry, calls, "awm_rollout")
     results, _ = _execute(entry, decoded, "awm_rollout")
@@ -129,59 +166,91 @@ def execute_step(entry_id: str, previous: list[list[str]], raw: Any, mode: str) 
 
 
 def check_multi_turn(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]:
-    """The official verdict on a multi-turn answer, then (for display) the backends' state after each turn
-    next to the ground truth's: the public attributes that differ."""
+    """The official verdict on a multi-turn answer (the per-turn states for display are ``turn_states``, a
+    request of their own: whatever happens there cannot touch the verdict)."""
     runner = wheel.load("eval_checker.eval_runner", checker=True)
     cat = category_of(entry_id)
     decoder, model = _Decoder(mode), wheel.MODEL_NAMES[mode]
-    answer = copy.deepcopy(DATA.answers[entry_id])
-    verdict = runner._evaluate_single_multi_turn_entry(decoder, entry_id, copy.deepcopy(raw_turns), answer,
-                                                       copy.deepcopy(DATA.entries[entry_id]), model, cat.wheel)
-    return {"verdict": _jsonable(verdict), "states": _turn_states(entry_id, raw_turns, decoder)}
+    verdict = runner._evaluate_single_multi_turn_entry(decoder, entry_id, pickle.loads(pickle.dumps(raw_turns)),
+                                                       DATA.answer(entry_id), DATA.entry(entry_id), model, cat.wheel)
+    return {"verdict": _jsonable(verdict)}
+
+
+def turn_states(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]:
+    """For display: the backends' state after each turn next to the ground truth's, the public attributes
+    that differ — only for turns with calls in the ground truth, the turns the official checker compares.
+    Never raises: what cannot be computed or shown becomes ``note``."""
+    try:
+        return {"states": _turn_states(entry_id, raw_turns, _Decoder(mode)), "note": None}
+    except Exception as exc:  # noqa: BLE001 - a display view: it fails into a note
+        return {"states": [], "note": _note("the backends' states", exc)}
 
 
 def _turn_states(entry_id: str, raw_turns: Any, decoder: _Decoder) -> list[dict[str, Any]]:
-    entry, answer = DATA.entries[entry_id], DATA.answers[entry_id]
+    entry, answer = DATA.entry(entry_id), DATA.answer(entry_id)
     if not isinstance(raw_turns, list):
         return []
     states = []
     for turn, expected in zip(raw_turns, answer):
         for raw in turn if isinstance(turn, list) else []:
             try:
-                calls = decoder.decode_execute(copy.deepcopy(raw))
+                calls = decoder.decode_execute(raw)
             except Exception:  # noqa: BLE001 - dropped, as the checker drops it
                 continue
             if calls:
                 _execute(entry, calls, "awm_view")
         _, model = _execute(entry, [], "awm_view")
         _, truth = _execute(entry, expected, "awm_view_ground_truth")
+        if not expected:  # the official checker compares nothing after a turn without expected calls
+            states.append({"checked": False, "classes": {}})
+            continue
         classes = {}
         for name, instance in truth.items():
-            mine = model.get(name)
-            differ = {}
-            for attr, value in vars(instance).items():
-                if attr.startswith("_"):
-                    continue
-                other = getattr(mine, attr, None)
-                if other != value:
-                    differ[attr] = {"model": _render(other), "ground_truth": _render(value)}
-            classes[name] = {"match": not differ, "differences": differ}
-        states.append({"checked": bool(expected), "classes": classes})
+            try:
+                classes[name] = _differences(model.get(name), instance)
+            except Exception as exc:  # noqa: BLE001 - one backend that cannot be shown; the others can
+                classes[name] = {"match": None, "differences": {}, "note": _note(name, exc)}
+        states.append({"checked": True, "classes": classes})
     return states
 
 
+def _differences(mine: Any, instance: Any) -> dict[str, Any]:
+    differ = {}
+    for attr, value in vars(instance).items():
+        if attr.startswith("_"):
+            continue
+        other = getattr(mine, attr, None)
+        if other != value:
+            differ[attr] = {"model": _render(other), "ground_truth": _render(value)}
+    return {"match": not differ, "differences": differ}
+
+
 def _render(value: Any) -> str:
+    """A backend attribute as JSON text with sorted keys, cut at ``STATE_CHARS``. Any value can be shown: keys
+    that do not sort together (TradingBot's ``orders`` has int keys and a stray ``"order_type"`` key) are
+    written as strings, objects as their public attributes, a cycle as ``"<cycle>"``."""
     try:
-        text = json.dumps(value, default=_public, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):  # e.g. a directory tree whose nodes point at their parents
-        text = json.dumps(_jsonable(value), ensure_ascii=False, sort_keys=True)
+        text = json.dumps(_plain(value, set()), ensure_ascii=False, sort_keys=True)
+    except Exception:  # noqa: BLE001 - e.g. an object whose attributes cannot be read
+        text = repr(value)
     return text if len(text) <= STATE_CHARS else text[:STATE_CHARS] + f"… ({len(text)} characters)"
 
 
-def _public(obj: Any) -> Any:
-    """A backend object (a File, a Directory …) as its public attributes; anything else as its repr."""
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if hasattr(obj, "__dict__"):
-        return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
-    return repr(obj)
+def _plain(value: Any, path: set[int]) -> Any:
+    """``value`` as JSON data (``path``: the containers above it, to cut cycles such as a directory tree
+    whose nodes point at their parents)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if id(value) in path:
+        return "<cycle>"
+    path.add(id(value))
+    try:
+        if isinstance(value, dict):
+            return {str(k): _plain(v, path) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [_plain(v, path) for v in value]
+        if hasattr(value, "__dict__"):
+            return {k: _plain(v, path) for k, v in vars(value).items() if not k.startswith("_")}
+        return repr(value)
+    finally:
+        path.discard(id(value))

@@ -1,15 +1,18 @@
 """The sandboxed BFCL host (``python -m awm_engine.bench.bfcl.host``, started by ``sandboxed.CheckerHost``).
 
-It imports the wheel's checkers, decoders and backends once, loads an entry's category before its first
-request, and forks one child per request: the child runs as pid 1 of its own pid namespace (whatever the
-model's calls start dies with it), computes (``checker``), writes its answer to a file in the sandbox's
-private temp dir and exits; the host then sends the answer on. A child that outlives its timeout is killed.
-The host itself never decodes, executes or checks anything, so its module globals — where the backends
-cache their instances — stay pristine, and every request starts from them.
+It imports the wheel's checkers, decoders and backends once and forks a small pool of persistent workers
+(``AWM_BFCL_WORKERS``, default one per core) that serve the requests, one at a time each. A worker computes
+(``checker``) and, after every request, removes the backend instances the wheel cached in its module globals
+(``checker.reset``), so each request starts from backends built from the entry's initial configuration — as
+the official harness starts each entry, and as a fresh process would. A worker that outlives a request's
+timeout is killed with its process group, one that dies fails its request; either is replaced by a new fork
+of the host, which itself never decodes, executes or checks anything. The pool lives as long as the host: one
+scoring run (one ``CheckerHost``), in one sandbox, ended with it; nothing survives into another run.
 
-Protocol: one JSON request per line on stdin (``id``, ``kind`` = score | execute | check | ping,
-``entry_id``, ``mode``, ``raw`` / ``previous``, ``timeout``), one JSON answer per line on stdout (``id``,
-``ok``, ``result`` or ``error``).
+Protocol (one line per message): a request is ``<id> <timeout> <json>`` (the JSON has ``kind`` = score |
+execute | check | states | ping, ``entry_id``, ``mode``, ``raw`` / ``previous``, ``display``), an answer is
+``<id> <json>`` (``ok``, ``result`` or ``error``). The host reads only the two header fields and forwards the
+JSON as it is, both ways.
 """
 from __future__ import annotations
 
@@ -18,143 +21,184 @@ import os
 import selectors
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from collections import deque
 from typing import Any
 
 from awm_engine.bench.bfcl import checker
-from awm_engine.bench.bfcl.categories import category_of
-from awm_engine.sandbox.pidns import run_as_pid1
 
 
 def _work(request: dict[str, Any]) -> dict[str, Any]:
     kind = request["kind"]
     if kind == "score":
-        return checker.score_single(request["entry_id"], request["raw"], request["mode"])
+        return checker.score_single(request["entry_id"], request["raw"], request["mode"],
+                                    request.get("display", True))
     if kind == "execute":
         return checker.execute_step(request["entry_id"], request.get("previous") or [], request["raw"],
                                     request["mode"])
     if kind == "check":
         return checker.check_multi_turn(request["entry_id"], request["raw"], request["mode"])
+    if kind == "states":
+        return checker.turn_states(request["entry_id"], request["raw"], request["mode"])
+    if kind == "ping":
+        return {"pid": os.getpid()}
     raise ValueError(f"unknown request kind {kind!r}")
 
 
-def _child(request: dict[str, Any], path: str, keep: int) -> None:
-    os.setsid()
-    # only the wake-up pipe (it closes when this child and its pid-1 worker are gone) stays open
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
+def _answer(payload: bytes) -> bytes:
+    try:
+        answer = {"ok": True, "result": _work(json.loads(payload))}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a model's call too: reported, the worker goes on
+        answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    finally:
+        checker.reset()
+    try:
+        return json.dumps(answer, default=repr).encode()
+    except (TypeError, ValueError) as exc:  # e.g. a cycle
+        return json.dumps({"ok": False, "error": f"the answer could not be written: {exc}"}).encode()
 
-    def work() -> int:
-        try:
-            answer = {"ok": True, "result": _work(request)}
-        except Exception as exc:  # noqa: BLE001 - reported to awm with its traceback
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-        tmp = path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(answer, fh, default=repr)
-        os.replace(tmp, path)
-        return 0
 
+def _serve(requests: int, answers: int) -> None:
+    """A worker: its own session (killed as a group), only its two pipes open, stdio on /dev/null."""
     code = 1
     try:
-        code = run_as_pid1(work)
+        os.setsid()
+        keep = sorted((requests, answers))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, 1 << 16)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        with os.fdopen(requests, "rb") as inbox, os.fdopen(answers, "wb") as outbox:
+            for line in inbox:
+                outbox.write(_answer(line) + b"\n")
+                outbox.flush()
+        code = 0
     finally:
         os._exit(code)
 
 
+class _Worker:
+    def __init__(self) -> None:
+        request_read, self.inbox = os.pipe()
+        self.outbox, answer_write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.inbox)
+            os.close(self.outbox)
+            _serve(request_read, answer_write)
+        os.close(request_read)
+        os.close(answer_write)
+        self.buffer = b""
+        self.job: tuple[bytes, float] | None = None  # (request id, deadline)
+
+    def give(self, rid: bytes, timeout: float, payload: bytes) -> None:
+        self.job = (rid, time.monotonic() + timeout)
+        view = memoryview(payload + b"\n")
+        while view:
+            view = view[os.write(self.inbox, view):]
+
+    def stop(self, kill: bool) -> str:
+        """Close its pipes and reap it (killing its group first with ``kill``); returns how it ended."""
+        if kill:
+            for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+                try:
+                    target()
+                    break
+                except (ProcessLookupError, PermissionError):
+                    continue
+        for fd in (self.inbox, self.outbox):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _, status = os.waitpid(self.pid, 0)
+        return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
 def main() -> int:
     checker.warm_up()
-    out = sys.stdout
-    spool = tempfile.mkdtemp(prefix="answers_")
-    limit = max(1, int(os.environ.get("AWM_BFCL_CHILDREN") or (os.cpu_count() or 1) * 2))
+    out = sys.stdout.buffer
+    count = max(1, int(os.environ.get("AWM_BFCL_WORKERS") or os.cpu_count() or 1))
     selector = selectors.DefaultSelector()
     selector.register(sys.stdin, selectors.EVENT_READ)
-    waiting: deque[dict[str, Any]] = deque()
-    children: dict[int, tuple[str, float, str]] = {}  # pid -> (request id, deadline, answer file)
-    wakers: dict[int, int] = {}  # read end of a child's wake-up pipe -> pid
+    waiting: deque[tuple[bytes, float, bytes]] = deque()
+    workers: dict[int, _Worker] = {}  # answer pipe -> worker
     buffer = b""
     open_input = True
 
-    def send(answer: dict[str, Any]) -> None:
-        out.write(json.dumps(answer, default=repr) + "\n")
+    def send(rid: bytes, body: bytes) -> None:
+        out.write(rid + b" " + body + b"\n")
         out.flush()
 
-    def start(request: dict[str, Any]) -> None:
-        rid = str(request["id"])
-        try:
-            if request["kind"] != "ping":
-                checker.DATA.load(category_of(request["entry_id"]).name)
-        except Exception as exc:  # noqa: BLE001 - an unknown entry: say so, keep serving
-            send({"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
-            return
-        if request["kind"] == "ping":
-            send({"id": rid, "ok": True, "result": {"pid": os.getpid()}})
-            return
-        path = os.path.join(spool, f"{len(children)}_{time.monotonic_ns()}.json")
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            _child(request, path, write_end)
-        os.close(write_end)
-        wakers[read_end] = pid
-        selector.register(read_end, selectors.EVENT_READ)
-        children[pid] = (rid, time.monotonic() + float(request.get("timeout") or 60), path)
+    def fail(rid: bytes, message: str) -> None:
+        send(rid, json.dumps({"ok": False, "error": message}).encode())
 
-    def finish(pid: int, rid: str, path: str, status: str | None) -> None:
-        for fd in [fd for fd, owner in wakers.items() if owner == pid]:
-            selector.unregister(fd)
-            os.close(fd)
-            del wakers[fd]
-        answer: dict[str, Any] = {"id": rid, "ok": False, "error": status or "the checker ended without an answer"}
-        if status is None and os.path.exists(path):
-            with open(path) as fh:
-                answer = {"id": rid, **json.load(fh)}
-        for leftover in (path, path + ".tmp"):
-            if os.path.exists(leftover):
-                os.unlink(leftover)
-        send(answer)
+    def spawn() -> None:
+        worker = _Worker()
+        workers[worker.outbox] = worker
+        selector.register(worker.outbox, selectors.EVENT_READ)
 
-    while open_input or children or waiting:
-        while waiting and len(children) < limit:
-            start(waiting.popleft())
-        wait = None
-        if children:
-            wait = max(0.0, min(0.5, min(d for _, d, _ in children.values()) - time.monotonic()))
-        for key, _ in selector.select(wait) if (open_input or children) else []:
-            if key.fd in wakers:
-                os.read(key.fd, 1)  # EOF: the child is gone (reaped below)
-                continue
-            chunk = os.read(sys.stdin.fileno(), 1 << 20)
-            if not chunk:
-                open_input = False
-                selector.unregister(sys.stdin)
+    def replace(worker: _Worker, kill: bool, why: str | None) -> None:
+        selector.unregister(worker.outbox)
+        del workers[worker.outbox]
+        ended = worker.stop(kill)
+        if worker.job is not None:
+            fail(worker.job[0], why or f"the checker crashed ({ended})")
+        spawn()
+
+    for _ in range(count):
+        spawn()
+    while open_input or waiting or any(w.job for w in workers.values()):
+        for worker in list(workers.values()):
+            if not waiting:
                 break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if line.strip():
-                    waiting.append(json.loads(line))
-        now = time.monotonic()
-        for pid, (rid, deadline, path) in list(children.items()):
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                del children[pid]
-                code = os.waitstatus_to_exitcode(status)
-                finish(pid, rid, path, None if code == 0 else f"the checker crashed (exit code {code})")
-            elif now > deadline:
+            if worker.job is None:
+                rid, timeout, payload = waiting.popleft()
                 try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:  # not yet in its own group
-                    os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                del children[pid]
-                finish(pid, rid, path, "timeout")
+                    worker.give(rid, timeout, payload)
+                except OSError:  # it died while idle: the request goes first to the next one
+                    worker.job = None
+                    waiting.appendleft((rid, timeout, payload))
+                    replace(worker, True, None)
+        busy = [w.job[1] for w in workers.values() if w.job]
+        wait = max(0.0, min(0.5, min(busy) - time.monotonic())) if busy else None
+        for key, _ in selector.select(wait):
+            if key.fileobj is sys.stdin:
+                chunk = os.read(sys.stdin.fileno(), 1 << 20)
+                if not chunk:
+                    open_input = False
+                    selector.unregister(sys.stdin)
+                    continue
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    rid, timeout, payload = line.split(b" ", 2)
+                    waiting.append((rid, float(timeout), payload))
+                continue
+            worker = workers.get(key.fd)
+            if worker is None:
+                continue
+            chunk = os.read(key.fd, 1 << 20)
+            if not chunk:  # the worker is gone
+                replace(worker, False, None)
+                continue
+            worker.buffer += chunk
+            while b"\n" in worker.buffer:
+                body, worker.buffer = worker.buffer.split(b"\n", 1)
+                if worker.job is not None:  # anything said while idle is not an answer
+                    send(worker.job[0], body)
+                    worker.job = None
+        now = time.monotonic()
+        for worker in list(workers.values()):
+            if worker.job and now > worker.job[1]:
+                replace(worker, True, "timeout")
+    for worker in list(workers.values()):
+        worker.stop(True)
     return 0
 
 

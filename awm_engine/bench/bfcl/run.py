@@ -29,6 +29,7 @@ from typing import Any
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.bench.bfcl import data, prompting, scores, wheel
+from awm_engine.bench.bfcl.bfcl_files import error_type as verdict_error_type
 from awm_engine.bench.bfcl.bfcl_files import export_results
 from awm_engine.bench.bfcl.categories import CATEGORIES, DATA_NOTE
 from awm_engine.bench.bfcl.ground_truth import GroundTruthPolicy
@@ -110,8 +111,7 @@ def _trim(verdict: dict[str, Any]) -> dict[str, Any]:
 
 def _verdict_fields(verdict: dict[str, Any]) -> dict[str, Any]:
     valid = bool(verdict.get("valid"))
-    error = verdict.get("error")
-    error_type = verdict.get("error_type") or (error.get("error_type") if isinstance(error, dict) else None)
+    error_type = verdict_error_type(verdict)
     return {"valid": valid, "label": "correct" if valid else "incorrect", "reward": 1.0 if valid else 0.0,
             "has_verdict": True, "error_type": None if valid else error_type, "stop_reason": error_type,
             "verdict": _trim(verdict)}
@@ -127,7 +127,7 @@ async def single_turn(entry: data.Entry, mode: str, policy, host: CheckerHost) -
     usage: dict[str, int] = {}
     _add_usage(usage, reply.usage)
     return {"messages": messages + [reply.message()], "functions": functions, "raw": raw,
-            "decoded": scored["decoded"], "decode_error": scored.get("decode_error"), "usage": usage,
+            "decoded": scored.get("decoded"), "decode_error": scored.get("decode_error"), "usage": usage,
             **_verdict_fields(scored["verdict"])}
 
 
@@ -177,11 +177,26 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
         if force_quit:
             break
     checked = await host.acall("check", entry_id=entry.id, raw=raw_turns, mode=mode)
-    for turn, state in zip(turns, checked.get("states") or []):
-        turn["state"] = state
-    return {"messages": messages, "functions": [d["name"] for d in entry.prompt["function"]],
-            "held_out": {t: [d["name"] for d in docs] for t, docs in holdout.items()}, "raw": raw_turns,
-            "turns": turns, "force_terminated": force_quit, "usage": usage, **_verdict_fields(checked["verdict"])}
+    outcome = {"messages": messages, "functions": [d["name"] for d in entry.prompt["function"]],
+               "held_out": {t: [d["name"] for d in docs] for t, docs in holdout.items()}, "raw": raw_turns,
+               "turns": turns, "force_terminated": force_quit, "usage": usage, **_verdict_fields(checked["verdict"])}
+    note = await _add_states(host, entry, raw_turns, mode, turns)
+    return {**outcome, **({"note": note} if note else {})}
+
+
+async def _add_states(host: CheckerHost, entry: data.Entry, raw_turns: list, mode: str,
+                      turns: list[dict[str, Any]]) -> str | None:
+    """The backends' state after each turn next to the ground truth's (for display, a request of its own):
+    whatever goes wrong here is a note, never the entry's verdict."""
+    try:
+        view = await host.acall("states", entry_id=entry.id, raw=raw_turns, mode=mode)
+        for turn, state in zip(turns, view.get("states") or []):
+            turn["state"] = state
+        return view.get("note")
+    except Exception as exc:  # noqa: BLE001 - a display view: the official verdict stands
+        for turn in turns:
+            turn.pop("state", None)
+        return f"the backends' states could not be shown ({type(exc).__name__}: {exc}); the official verdict stands"
 
 
 def _record(entry: data.Entry, sample: int, config: BfclConfig) -> dict[str, Any]:

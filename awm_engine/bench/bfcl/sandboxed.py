@@ -2,8 +2,11 @@
 
 ``CheckerHost`` starts ``python -m awm_engine.bench.bfcl.host`` through ``sandbox.launcher.Sandbox`` (scrubbed
 environment, own user/pid/mount/network namespaces, writes confined to the wheel's project root and a
-private temp dir, resource limits) and multiplexes requests over its stdin/stdout. A host that dies fails
-the requests in flight (``CheckerError``) and is started again by the next request.
+private temp dir, resource limits) and multiplexes requests over its stdin/stdout; inside, a pool of
+persistent workers (``workers``, default one per core) serves them. One ``CheckerHost`` is one scoring run
+(``awm bench bfcl run`` or ``score`` start their own and close it at the end): its sandbox runs only that
+run's answers and dies with it. A host that dies fails the requests in flight (``CheckerError``) and is
+started again by the next request.
 """
 from __future__ import annotations
 
@@ -38,8 +41,8 @@ class CheckerError(Exception):
 
 
 class CheckerHost:
-    def __init__(self, children: int | None = None, timeout: float = DEFAULT_TIMEOUT):
-        self.children = children
+    def __init__(self, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.workers = workers
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None
         self.sandbox: Sandbox | None = None
@@ -56,8 +59,8 @@ class CheckerHost:
         # a project root of the host's own: never the one this process's bfcl_eval uses (the sandbox could rig it)
         root = self.root = private_dir("awm_bfcl_")
         env = {"AWM_BFCL_PROJECT_ROOT": str(root)}
-        if self.children:
-            env["AWM_BFCL_CHILDREN"] = str(self.children)
+        if self.workers:
+            env["AWM_BFCL_WORKERS"] = str(self.workers)
         self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=max(4096, default_memory_mb("worker")),
                                              max_procs=512, env=env), "bfcl")
         self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.bench.bfcl.host"], stdin=subprocess.PIPE,
@@ -66,11 +69,15 @@ class CheckerHost:
 
     def _read(self, proc: subprocess.Popen) -> None:
         for line in proc.stdout:
-            answer = json.loads(line)
+            rid, _, body = line.partition(b" ")
             with self.lock:
-                future = self.pending.pop(answer.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(answer)
+                future = self.pending.pop(rid.decode(errors="replace"), None)
+            if future is None or future.done():
+                continue
+            try:
+                future.set_result(json.loads(body))
+            except ValueError as exc:  # what the sandbox says is data: a garbled answer fails its request only
+                future.set_exception(CheckerError(f"the sandboxed BFCL checker's answer is not JSON: {exc}"))
         stderr = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
         with self.lock:  # the host is gone: nobody will answer these
             lost, self.pending = self.pending, {}
@@ -88,7 +95,7 @@ class CheckerHost:
                 self._start()
             rid = str(next(self.ids))
             self.pending[rid] = future
-            line = json.dumps({"id": rid, "kind": kind, "timeout": timeout or self.timeout, **payload}) + "\n"
+            line = f"{rid} {float(timeout or self.timeout)} {json.dumps({'kind': kind, **payload})}\n"
             try:
                 self.proc.stdin.write(line.encode())
                 self.proc.stdin.flush()
