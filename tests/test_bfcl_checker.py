@@ -223,3 +223,43 @@ def test_display_and_note_paths_never_raise():
     assert long.endswith("characters)") and len(long) < checker.STATE_CHARS + 40
     # a Path is not JSON: shown as its repr
     assert "PosixPath" in checker._render(Path("/x"))
+
+
+# -- the host's pool of workers ------------------------------------------------------------------------------
+
+def test_a_stuck_or_dying_worker_fails_only_its_request_and_is_replaced():
+    """Two workers: one request sleeps past its timeout (its worker is killed), one kills its worker; each
+    fails alone, the others get their official verdicts, and the pool serves on."""
+    right = [{"calculate_triangle_area": json.dumps({"base": 10, "height": 5})}]
+    with CheckerHost(workers=2) as pool:
+        assert pool.call("ping")["pid"]
+        stuck = pool.submit("execute", timeout=3, entry_id="multi_turn_base_0", previous=[], mode="fc",
+                            raw=[{"__import__('time').sleep(60) or ls": "{}"}])
+        dying = pool.submit("execute", entry_id="multi_turn_base_0", previous=[], mode="fc",
+                            raw=[{"__import__('os')._exit(3) or ls": "{}"}])
+        fine = [pool.submit("score", entry_id="simple_python_0", raw=right, mode="fc") for _ in range(20)]
+        with pytest.raises(CheckerError, match="timeout"):
+            sandboxed_result(stuck)
+        with pytest.raises(CheckerError, match="crashed"):
+            sandboxed_result(dying)
+        assert all(sandboxed_result(f)["verdict"]["valid"] is True for f in fine)
+        step = pool.call("execute", entry_id="multi_turn_base_0", previous=[], raw=[{"mkdir": '{"dir_name": "x"}'}],
+                         mode="fc")
+        assert step["results"] and "rror" not in step["results"][0]
+
+
+def test_what_one_request_leaves_in_a_worker_is_gone_for_the_next():
+    """A call that stores a global where the wheel eval()s (and caches its backend instances) is forgotten
+    after its request, on the very same worker."""
+    with CheckerHost(workers=1) as pool:
+        planted = pool.call("execute", entry_id="multi_turn_base_0", previous=[], mode="fc",
+                            raw=[{"(planted := 'here') and ls": "{}"}])
+        assert "rror" not in planted["results"][0]
+        later = pool.call("execute", entry_id="multi_turn_base_0", previous=[], mode="fc",
+                          raw=[{"str(planted) and ls": "{}"}])
+        assert "name 'planted' is not defined" in later["results"][0]
+
+
+def sandboxed_result(future) -> dict:
+    from awm_engine.bench.bfcl.sandboxed import _result
+    return _result(future.result(timeout=120))

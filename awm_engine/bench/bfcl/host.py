@@ -1,7 +1,7 @@
 """The sandboxed BFCL host (``python -m awm_engine.bench.bfcl.host``, started by ``sandboxed.CheckerHost``).
 
 It imports the wheel's checkers, decoders and backends once and forks a small pool of persistent workers
-(``AWM_BFCL_WORKERS``, default one per core) that serve the requests, one at a time each. A worker computes
+(``AWM_BFCL_WORKERS``: one per core, at most 16, unless set) that serve the requests, one at a time each. A worker computes
 (``checker``) and, after every request, removes the backend instances the wheel cached in its module globals
 (``checker.reset``), so each request starts from backends built from the entry's initial configuration — as
 the official harness starts each entry, and as a fresh process would. A worker that outlives a request's
@@ -122,7 +122,7 @@ class _Worker:
 def main() -> int:
     checker.warm_up()
     out = sys.stdout.buffer
-    count = max(1, int(os.environ.get("AWM_BFCL_WORKERS") or os.cpu_count() or 1))
+    count = max(1, int(os.environ.get("AWM_BFCL_WORKERS") or 1))  # CheckerHost sets it (sandboxed.worker_count)
     selector = selectors.DefaultSelector()
     selector.register(sys.stdin, selectors.EVENT_READ)
     waiting: deque[tuple[bytes, float, bytes]] = deque()

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -40,6 +41,12 @@ class CheckerError(Exception):
         self.traceback = traceback
 
 
+def worker_count(asked: int | None = None) -> int:
+    """The host's workers: ``asked``, else ``AWM_BFCL_WORKERS``, else one per core (at most 16)."""
+    configured = os.environ.get("AWM_BFCL_WORKERS", "")
+    return max(1, asked or (int(configured) if configured.isdigit() else min(16, os.cpu_count() or 1)))
+
+
 class CheckerHost:
     def __init__(self, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT):
         self.workers = workers
@@ -58,11 +65,11 @@ class CheckerHost:
             self.sandbox.cleanup()
         # a project root of the host's own: never the one this process's bfcl_eval uses (the sandbox could rig it)
         root = self.root = private_dir("awm_bfcl_")
-        env = {"AWM_BFCL_PROJECT_ROOT": str(root)}
-        if self.workers:
-            env["AWM_BFCL_WORKERS"] = str(self.workers)
-        self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=max(4096, default_memory_mb("worker")),
-                                             max_procs=512, env=env), "bfcl")
+        workers = worker_count(self.workers)
+        env = {"AWM_BFCL_PROJECT_ROOT": str(root), "AWM_BFCL_WORKERS": str(workers)}
+        # each worker holds the data of the categories it has seen and the backends of one entry (~300 MB at most)
+        memory = max(4096, default_memory_mb("worker"), 1024 + 512 * workers)
+        self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=memory, max_procs=512, env=env), "bfcl")
         self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.bench.bfcl.host"], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
