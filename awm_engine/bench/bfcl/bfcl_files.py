@@ -97,21 +97,22 @@ def guess_model(path: Path) -> str:
     return parent.parent.name if parent.name in ("non_live", "live", "multi_turn") else parent.name
 
 
+def _requests(lines: list[dict[str, Any]], mode: str) -> list[tuple[str, dict[str, Any]]]:
+    return [("check", {"entry_id": line["id"], "raw": line["result"], "mode": mode})
+            if category_of(line["id"]).kind == "multi_turn" else
+            ("score", {"entry_id": line["id"], "raw": line["result"], "mode": mode, "display": False})
+            for line in lines]
+
+
+def _verdicts(lines: list[dict[str, Any]], answers: list[Any]) -> list[dict[str, Any]]:
+    return [{"id": line["id"], "valid": False, "error": [str(answer)], "error_type": "awm:checker_error"}
+            if isinstance(answer, CheckerError) else answer["verdict"] for line, answer in zip(lines, answers)]
+
+
 async def score_lines(lines: list[dict[str, Any]], mode: str, host: CheckerHost) -> list[dict[str, Any]]:
     """The official verdict on every line (multi-turn lines are executed and checked in the sandbox); nothing
     is computed for display. A line the checker could not answer (timeout, crash) is ``awm:checker_error``."""
-    async def one(line: dict[str, Any]) -> dict[str, Any]:
-        multi = category_of(line["id"]).kind == "multi_turn"
-        try:
-            if multi:
-                answer = await host.acall("check", entry_id=line["id"], raw=line["result"], mode=mode)
-            else:
-                answer = await host.acall("score", entry_id=line["id"], raw=line["result"], mode=mode, display=False)
-            return answer["verdict"]
-        except CheckerError as exc:
-            return {"id": line["id"], "valid": False, "error": [str(exc)], "error_type": "awm:checker_error"}
-
-    return list(await asyncio.gather(*(one(line) for line in lines)))
+    return _verdicts(lines, await asyncio.to_thread(host.map, _requests(lines, mode)))
 
 
 def write_score_file(out: Path, model: str, wheel_category: str, verdicts: list[dict[str, Any]]) -> Path:
@@ -162,8 +163,10 @@ async def score_files(paths: list[Path | str], mode: str = "auto", out: Path | s
                  for model, groups in by_model.items()}
         jobs = [(model, wheel_category, lines) for model, groups in by_model.items()
                 for wheel_category, lines in groups.items()]
-        # every line of every model at once: the host's pool stays busy across files and models
-        verdicts = await asyncio.gather(*(score_lines(lines, modes[model], host) for model, _, lines in jobs))
+        # every line of every model in one go: the host's pool stays busy across files and models
+        requests = [r for model, _, lines in jobs for r in _requests(lines, modes[model])]
+        answers = iter(await asyncio.to_thread(host.map, requests))
+        verdicts = [_verdicts(lines, [next(answers) for _ in lines]) for _, _, lines in jobs]
     finally:
         if own:
             host.close()

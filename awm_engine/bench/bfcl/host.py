@@ -1,12 +1,13 @@
 """The sandboxed BFCL host (``python -m awm_engine.bench.bfcl.host``, started by ``sandboxed.CheckerHost``).
 
 It imports the wheel's checkers, decoders and backends once and forks a small pool of persistent workers
-(``AWM_BFCL_WORKERS``: one per core, at most 16, unless set) that serve the requests, one at a time each. A worker computes
+(``AWM_BFCL_WORKERS``: one per core, at most 16, unless set) that serve the requests, one at a time each, with a
+few more queued at each (so a worker never waits for the host between two requests). A worker computes
 (``checker``) and, after every request, removes the backend instances the wheel cached in its module globals
 (``checker.reset``), so each request starts from backends built from the entry's initial configuration — as
 the official harness starts each entry, and as a fresh process would. A worker that outlives a request's
-timeout is killed with its process group, one that dies fails its request; either is replaced by a new fork
-of the host, which itself never decodes, executes or checks anything. The pool lives as long as the host: one
+timeout is killed with its process group, one that dies fails its request (those queued behind it go to the
+other workers); either is replaced by a new fork of the host, which itself never decodes, executes or checks anything. The pool lives as long as the host: one
 scoring run (one ``CheckerHost``), in one sandbox, ended with it; nothing survives into another run.
 
 Protocol (one line per message): a request is ``<id> <timeout> <json>`` (the JSON has ``kind`` = score |
@@ -27,6 +28,8 @@ from collections import deque
 from typing import Any
 
 from awm_engine.bench.bfcl import checker
+
+PIPELINE = 4  # requests queued at a worker at once
 
 
 def _work(request: dict[str, Any]) -> dict[str, Any]:
@@ -82,6 +85,9 @@ def _serve(requests: int, answers: int) -> None:
 
 
 class _Worker:
+    """A forked worker and what it has been given: ``jobs`` in order (it answers in that order), the first
+    one running since ``deadline`` minus its timeout."""
+
     def __init__(self) -> None:
         request_read, self.inbox = os.pipe()
         self.outbox, answer_write = os.pipe()
@@ -92,14 +98,33 @@ class _Worker:
             _serve(request_read, answer_write)
         os.close(request_read)
         os.close(answer_write)
+        os.set_blocking(self.inbox, False)  # a full pipe must never stop the host (the worker may be writing)
+        self.unsent = bytearray()
         self.buffer = b""
-        self.job: tuple[bytes, float] | None = None  # (request id, deadline)
+        self.jobs: deque[tuple[bytes, float, bytes]] = deque()  # (request id, timeout, request)
+        self.deadline = 0.0
 
-    def give(self, rid: bytes, timeout: float, payload: bytes) -> None:
-        self.job = (rid, time.monotonic() + timeout)
-        view = memoryview(payload + b"\n")
-        while view:
-            view = view[os.write(self.inbox, view):]
+    def give(self, job: tuple[bytes, float, bytes]) -> None:
+        if not self.jobs:
+            self.deadline = time.monotonic() + job[1]
+        self.jobs.append(job)
+        self.unsent += job[2] + b"\n"
+        self.flush()
+
+    def flush(self) -> None:
+        """Write what the pipe takes now (raises ``OSError`` when the worker is gone)."""
+        try:
+            while self.unsent:
+                del self.unsent[:os.write(self.inbox, self.unsent)]
+        except BlockingIOError:
+            pass
+
+    def answered(self) -> bytes:
+        """The first job is answered: its id (the next one starts now)."""
+        rid = self.jobs.popleft()[0]
+        if self.jobs:
+            self.deadline = time.monotonic() + self.jobs[0][1]
+        return rid
 
     def stop(self, kill: bool) -> str:
         """Close its pipes and reap it (killing its group first with ``kill``); returns how it ended."""
@@ -132,7 +157,6 @@ def main() -> int:
 
     def send(rid: bytes, body: bytes) -> None:
         out.write(rid + b" " + body + b"\n")
-        out.flush()
 
     def fail(rid: bytes, message: str) -> None:
         send(rid, json.dumps({"ok": False, "error": message}).encode())
@@ -143,29 +167,37 @@ def main() -> int:
         selector.register(worker.outbox, selectors.EVENT_READ)
 
     def replace(worker: _Worker, kill: bool, why: str | None) -> None:
+        """The worker is gone (or stuck): its running job fails, the ones it had not started go first to the
+        others, and a new fork takes its place."""
         selector.unregister(worker.outbox)
         del workers[worker.outbox]
         ended = worker.stop(kill)
-        if worker.job is not None:
-            fail(worker.job[0], why or f"the checker crashed ({ended})")
+        if worker.jobs:
+            fail(worker.jobs.popleft()[0], why or f"the checker crashed ({ended})")
+            waiting.extendleft(reversed(worker.jobs))
         spawn()
 
     for _ in range(count):
         spawn()
-    while open_input or waiting or any(w.job for w in workers.values()):
-        for worker in list(workers.values()):
-            if not waiting:
-                break
-            if worker.job is None:
-                rid, timeout, payload = waiting.popleft()
+    while open_input or waiting or any(w.jobs for w in workers.values()):
+        # a few requests queued at each worker, so that it never waits for the host between two of them
+        for worker in sorted(workers.values(), key=lambda w: len(w.jobs)):
+            while waiting and len(worker.jobs) < PIPELINE:
                 try:
-                    worker.give(rid, timeout, payload)
-                except OSError:  # it died while idle: the request goes first to the next one
-                    worker.job = None
-                    waiting.appendleft((rid, timeout, payload))
+                    worker.give(waiting.popleft())
+                except OSError:
                     replace(worker, True, None)
-        busy = [w.job[1] for w in workers.values() if w.job]
-        wait = max(0.0, min(0.5, min(busy) - time.monotonic())) if busy else None
+                    break
+        for worker in list(workers.values()):
+            if worker.unsent:
+                try:
+                    worker.flush()
+                except OSError:
+                    replace(worker, True, None)
+        out.flush()
+        busy = [w.deadline for w in workers.values() if w.jobs]
+        wait = max(0.0, min(0.05 if any(w.unsent for w in workers.values()) else 0.5,
+                            min(busy) - time.monotonic())) if busy else None
         for key, _ in selector.select(wait):
             if key.fileobj is sys.stdin:
                 chunk = os.read(sys.stdin.fileno(), 1 << 20)
@@ -175,10 +207,9 @@ def main() -> int:
                     continue
                 *lines, buffer = (buffer + chunk).split(b"\n")
                 for line in lines:
-                    if not line.strip():
-                        continue
-                    rid, timeout, payload = line.split(b" ", 2)
-                    waiting.append((rid, float(timeout), payload))
+                    if line.strip():
+                        rid, timeout, payload = line.split(b" ", 2)
+                        waiting.append((rid, float(timeout), payload))
                 continue
             worker = workers.get(key.fd)
             if worker is None:
@@ -187,16 +218,15 @@ def main() -> int:
             if not chunk:  # the worker is gone
                 replace(worker, False, None)
                 continue
-            worker.buffer += chunk
-            while b"\n" in worker.buffer:
-                body, worker.buffer = worker.buffer.split(b"\n", 1)
-                if worker.job is not None:  # anything said while idle is not an answer
-                    send(worker.job[0], body)
-                    worker.job = None
+            *answers, worker.buffer = (worker.buffer + chunk).split(b"\n")
+            for body in answers:
+                if worker.jobs:  # anything said with nothing asked is not an answer
+                    send(worker.answered(), body)
         now = time.monotonic()
         for worker in list(workers.values()):
-            if worker.job and now > worker.job[1]:
+            if worker.jobs and now > worker.deadline:
                 replace(worker, True, "timeout")
+    out.flush()
     for worker in list(workers.values()):
         worker.stop(True)
     return 0

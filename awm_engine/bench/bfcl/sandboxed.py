@@ -54,6 +54,7 @@ class CheckerHost:
         self.proc: subprocess.Popen | None = None
         self.sandbox: Sandbox | None = None
         self.lock = threading.Lock()
+        self.write_lock = threading.Lock()
         self.pending: dict[str, concurrent.futures.Future] = {}
         self.ids = itertools.count()
 
@@ -96,20 +97,47 @@ class CheckerHost:
                                                   (f": {stderr.strip()}" if stderr.strip() else "")))
 
     def submit(self, kind: str, timeout: float | None = None, **payload: Any) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        return self.submit_many([(kind, payload)], timeout)[0]
+
+    def submit_many(self, requests: list[tuple[str, dict[str, Any]]],
+                    timeout: float | None = None) -> list[concurrent.futures.Future]:
+        """Send ``(kind, payload)`` requests in one write; a future per request. (The pipe is written outside
+        ``lock``, which the reader needs to hand out answers: a full pipe waits for the host, never for us.)"""
+        futures: list[concurrent.futures.Future] = []
+        lines = []
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 self._start()
-            rid = str(next(self.ids))
-            self.pending[rid] = future
-            line = f"{rid} {float(timeout or self.timeout)} {json.dumps({'kind': kind, **payload})}\n"
+            proc = self.proc
+            for kind, payload in requests:
+                future: concurrent.futures.Future = concurrent.futures.Future()
+                rid = str(next(self.ids))
+                self.pending[rid] = future
+                futures.append(future)
+                lines.append(f"{rid} {float(timeout or self.timeout)} {json.dumps({'kind': kind, **payload})}\n")
+        try:
+            with self.write_lock:
+                for start in range(0, len(lines), 256):
+                    proc.stdin.write("".join(lines[start:start + 256]).encode())
+                proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            with self.lock:
+                for rid in [r for r, f in self.pending.items() if f in futures]:
+                    del self.pending[rid]
+            for future in futures:
+                if not future.done():
+                    future.set_exception(CheckerError(f"the sandboxed BFCL checker is gone: {exc}"))
+        return futures
+
+    def map(self, requests: list[tuple[str, dict[str, Any]]], timeout: float | None = None) -> list[Any]:
+        """Many requests at once (blocking): per request its result, or the ``CheckerError`` it ended with."""
+        out: list[Any] = []
+        for future in self.submit_many(requests, timeout):
             try:
-                self.proc.stdin.write(line.encode())
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError) as exc:
-                self.pending.pop(rid, None)
-                future.set_exception(CheckerError(f"the sandboxed BFCL checker is gone: {exc}"))
-        return future
+                out.append(_result(future.result()))
+            except CheckerError as exc:
+                out.append(exc)
+        return out
 
     def call(self, kind: str, timeout: float | None = None, **payload: Any) -> dict[str, Any]:
         """The result of one request (``CheckerError`` when the checker could not answer)."""
