@@ -8,7 +8,8 @@
 - ``ground_truth``: the ``--policy ground-truth`` answers built from the possible answers.
 - ``checker`` (runs in the sandbox only): decoding, execution and the official per-entry scoring.
 - ``host`` (the sandboxed process) and ``sandboxed`` (awm's handle on it): every decode, every ``eval()`` of
-  a model's call and every check runs in a forked child of a sandboxed host, never in awm's own process.
+  a model's call and every check runs in a persistent worker of a sandboxed host (one host per run), never in
+  awm's own process.
 - ``run``: ``awm bench bfcl run`` — config, results, metadata, resume, lock, concurrency.
 - ``scores``: the v3 aggregation (and the wheel's v4 formula, the AWM paper's columns); reports.
 - ``bfcl_files``: BFCL's own result and score file formats (export, ``awm bench bfcl score``).
