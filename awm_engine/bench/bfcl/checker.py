@@ -63,6 +63,15 @@ class _Data:
 
 
 DATA = _Data()
+
+
+def preload(entry_id: Any) -> None:
+    """Load the data of ``entry_id``'s category (in a worker, before it forks a request's child: what a child
+    loads dies with it). Whatever is wrong with the id is the request's own error, said by its child."""
+    try:
+        DATA._known(entry_id)
+    except Exception:  # noqa: BLE001 - reported by the request itself
+        pass
 _PRISTINE: set[str] = set()  # the names in multi_turn_utils' globals before any request
 
 

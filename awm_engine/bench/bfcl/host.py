@@ -2,23 +2,44 @@
 
 It imports the wheel's checkers, decoders and backends once and forks a small pool of persistent workers
 (``AWM_BFCL_WORKERS``: one per core, at most 16, unless set) that serve the requests, one at a time each, with a
-few more queued at each (so a worker never waits for the host between two requests). A worker computes
-(``checker``) and, after every request, removes the backend instances the wheel cached in its module globals
-(``checker.reset``), so each request starts from backends built from the entry's initial configuration — as
-the official harness starts each entry, and as a fresh process would. A worker that outlives a request's
-timeout is killed with its process group, one that dies fails its request (those queued behind it go to the
-other workers); either is replaced by a new fork of the host, which itself never decodes, executes or checks anything. The pool lives as long as the host: one
-scoring run (one ``CheckerHost``), in one sandbox, ended with it; nothing survives into another run.
+few more queued at each (so a worker never waits for the host between two requests). The host itself never
+decodes, executes or checks anything. The pool lives as long as the host: one scoring run (one
+``CheckerHost``), in one sandbox, ended with it; nothing survives into another run.
+
+**No model's code ever runs in a worker**, so that no answer can change the worker that scores the next ones
+(monkeypatch a checker, write forged answers on its channel). bfcl-eval ``eval()``s the model's text in two
+places: its prompt-mode decoder (``resolve_ast_by_type``: arithmetic and lambdas in arguments) and the
+multi-turn executor (every call string). A worker serves in place only the requests that just parse
+(``score``: AST and relevance checking, ``ping``), with ``eval``/``exec`` in every bfcl-eval module replaced by
+a tripwire: a request that reaches it is thrown away and served like the others — execute, check, states — in
+a **child forked for it alone** (``_isolated``, ~1 ms from the warm worker). Before touching the request the
+child closes every descriptor it inherited except a fresh result pipe (stdio is a fresh ``/dev/null``), puts
+itself in a process group of its own, and enters a Landlock domain of its own with no writable path and
+signals and abstract unix sockets scoped to it (it can signal, and connect to, only itself and what it starts).
+The worker reads at most ``MAX_ANSWER`` bytes from the pipe until the child exits or the request's time is up,
+kills the child's group, and passes on only one JSON object (one line) as the answer to that request —
+anything else is that request's error. The host and every worker are not dumpable (``PR_SET_DUMPABLE`` 0), so
+no process of the sandbox can open their ``/proc/<pid>/fd``, ``/proc/<pid>/mem`` (ptrace and
+``process_vm_*`` are denied by the system-call filter anyway), nor a child's, which inherits it. A worker that
+outlives a request's timeout is killed with its process group, one that dies fails its request (retried once,
+on a new worker: a worker dies only of something outside it, such as the memory limit) and those queued behind
+it go to the other workers; either is replaced by a new fork of the host.
+
+What remains to a hostile answer is its own entry: its code runs in the process that checks it (as in
+bfcl-eval's own runner), so it can rig or break its own verdict and no other.
 
 Protocol (one line per message): a request is ``<id> <timeout> <json>`` (the JSON has ``kind`` = score |
 execute | check | states | ping, ``entry_id``, ``mode``, ``raw`` / ``previous``, ``display``), an answer is
 ``<id> <json>`` (``ok``, ``result`` or ``error``). The host reads only the two header fields and forwards the
-JSON as it is, both ways.
+JSON as it is to a worker (``<timeout> <json>``), and the worker's answers in order, one line each.
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import json
 import os
+import select
 import selectors
 import signal
 import sys
@@ -28,8 +49,51 @@ from collections import deque
 from typing import Any
 
 from awm_engine.bench.bfcl import checker
+from awm_engine.sandbox import landlock
 
 PIPELINE = 4  # requests queued at a worker at once
+IN_PLACE = frozenset({"score", "ping"})  # kinds a worker serves itself (unless they reach an eval)
+MAX_ANSWER = 64 << 20  # the longest answer a child may give
+PR_SET_DUMPABLE = 4
+_GUARDED: list[tuple[dict[str, Any], str]] = []  # (module namespace, name) where the tripwire stands
+
+
+class _Executes(BaseException):
+    """The request reached a place where bfcl-eval eval()s the model's text (a ``BaseException``: the wheel's
+    ``except Exception`` must not swallow it; a bare ``except`` cannot hide it either, see ``_TRIPPED``)."""
+
+
+_TRIPPED = [False]
+
+
+def _tripwire(*args: Any, **kwargs: Any) -> Any:
+    _TRIPPED[0] = True
+    raise _Executes("this request executes the model's text: it runs in a child of its own")
+
+
+def _guard() -> None:
+    """``eval`` and ``exec`` in every bfcl-eval module (as module globals, found before the builtins) become the
+    tripwire, in the host before it forks the workers. Checked: the two modules that eval() model text."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "bfcl_eval" or name.startswith("bfcl_eval.")):
+            continue
+        namespace = vars(module)
+        for builtin in ("eval", "exec"):
+            if builtin not in namespace:
+                namespace[builtin] = _tripwire
+                _GUARDED.append((namespace, builtin))
+    guarded = {id(namespace) for namespace, _ in _GUARDED}
+    for module in ("bfcl_eval.model_handler.utils", "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"):
+        if id(vars(sys.modules[module])) not in guarded:
+            raise RuntimeError(f"could not guard the eval() of {module}")
+    checker._PRISTINE.update(("eval", "exec"))  # reset() keeps them
+
+
+def _undumpable() -> None:
+    """Nobody else in the sandbox (same uid) may open this process's /proc/<pid>/fd, mem, environ … (inherited
+    by fork)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _work(request: dict[str, Any]) -> dict[str, Any]:
@@ -49,23 +113,151 @@ def _work(request: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown request kind {kind!r}")
 
 
-def _answer(payload: bytes) -> bytes:
+def _compute(request: dict[str, Any]) -> bytes:
     try:
-        answer = {"ok": True, "result": _work(json.loads(payload))}
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from a model's call too: reported, the worker goes on
+        answer = {"ok": True, "result": _work(request)}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a model's call too: reported
         answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
     finally:
         checker.reset()
     try:
         return json.dumps(answer, default=repr).encode()
     except (TypeError, ValueError) as exc:  # e.g. a cycle
-        return json.dumps({"ok": False, "error": f"the answer could not be written: {exc}"}).encode()
+        return _failure(f"the answer could not be written: {exc}")
+
+
+def _failure(message: str) -> bytes:
+    return json.dumps({"ok": False, "error": message}).encode()
+
+
+def _answer(line: bytes) -> bytes:
+    """One request (``<timeout> <json>``), answered in place when it only parses, else in a child of its own."""
+    header, _, payload = line.partition(b" ")
+    try:
+        timeout, request = float(header), json.loads(payload)
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object")
+    except ValueError as exc:
+        return _failure(f"malformed request: {exc}")
+    if request.get("kind") not in IN_PLACE:
+        return _isolated(request, timeout)
+    _TRIPPED[0] = False
+    answer = _compute(request)
+    return _isolated(request, timeout) if _TRIPPED[0] else answer
+
+
+def _isolated(request: dict[str, Any], timeout: float) -> bytes:
+    """``request`` served by a child forked for it alone; its answer only if it is one JSON object."""
+    deadline = time.monotonic() + max(0.1, timeout - min(2.0, timeout * 0.2))  # before the host's own deadline
+    if "entry_id" in request:
+        checker.preload(request["entry_id"])  # the wheel's data, parsed in the worker once (the child cannot write)
+    result_read, result_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _child(request, result_write)
+    os.close(result_write)
+    try:
+        os.setpgid(pid, pid)  # also done by the child: whichever runs first
+    except OSError:
+        pass
+    try:
+        data, why = _collect(pid, result_read, deadline)
+    finally:
+        os.close(result_read)
+        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+            try:  # everything the child started dies with it (a zombie still holds its group)
+                target()
+                break
+            except OSError:
+                continue
+        _, status = os.waitpid(pid, 0)
+    if why is not None:
+        return _failure(why)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0 or not data:
+        return _failure(f"the checker crashed (exit code {code})")
+    try:
+        answer = json.loads(data)
+        if b"\n" in data or not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
+            raise ValueError("not one answer")
+    except ValueError:
+        return _failure("the checker's answer is not one JSON object (what ran wrote to its result pipe)")
+    return data
+
+
+def _collect(pid: int, result: int, deadline: float) -> tuple[bytes, str | None]:
+    """What the child writes until it exits (or the deadline, or ``MAX_ANSWER``): (bytes, why it failed)."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(result, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    chunks: list[bytes] = []
+    size, ended = 0, False
+    try:
+        while not ended:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"", "timeout"
+            for fd, _ in poller.poll(left * 1000):
+                if fd == pidfd:
+                    ended = True
+                    continue
+                chunk = os.read(result, 1 << 20)
+                if not chunk:
+                    poller.unregister(result)
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_ANSWER:
+                    return b"", f"the checker's answer is longer than {MAX_ANSWER} bytes"
+        os.set_blocking(result, False)  # it has exited: what it wrote is in the pipe (nothing later counts)
+        while True:
+            try:
+                chunk = os.read(result, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_ANSWER:
+                return b"", f"the checker's answer is longer than {MAX_ANSWER} bytes"
+        return b"".join(chunks), None
+    finally:
+        os.close(pidfd)
+
+
+def _child(request: dict[str, Any], result: int) -> None:
+    """A request's own process: only its result pipe (as fd 3), stdio on a fresh /dev/null, its own process
+    group and Landlock domain (no writes, signals and abstract sockets scoped), the real eval; then the request."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        if result != 3:
+            os.dup2(result, 3)
+        os.closerange(0, 3)
+        os.closerange(4, 1 << 20)
+        for _ in range(3):
+            os.open(os.devnull, os.O_RDWR)
+        gc.freeze()  # the worker's objects are never collected here: fewer pages copied
+        for namespace, name in _GUARDED:
+            namespace.pop(name, None)
+        try:
+            landlock.restrict([], deny_tcp=True, scope=True)
+        except OSError:
+            pass  # no Landlock on this kernel (the sandbox reports it): descriptors and dumpable still hold
+        body = memoryview(_compute(request))
+        while body:
+            body = body[os.write(3, body):]
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def _serve(requests: int, answers: int) -> None:
     """A worker: its own session (killed as a group), only its two pipes open, stdio on /dev/null."""
     code = 1
     try:
+        _undumpable()
         os.setsid()
         keep = sorted((requests, answers))
         os.closerange(3, keep[0])
@@ -108,7 +300,7 @@ class _Worker:
         if not self.jobs:
             self.deadline = time.monotonic() + job[1]
         self.jobs.append(job)
-        self.unsent += job[2] + b"\n"
+        self.unsent += f"{job[1]} ".encode() + job[2] + b"\n"
         self.flush()
 
     def flush(self) -> None:
@@ -145,13 +337,16 @@ class _Worker:
 
 
 def main() -> int:
+    _undumpable()
     checker.warm_up()
+    _guard()
     out = sys.stdout.buffer
     count = max(1, int(os.environ.get("AWM_BFCL_WORKERS") or 1))  # CheckerHost sets it (sandboxed.worker_count)
     selector = selectors.DefaultSelector()
     selector.register(sys.stdin, selectors.EVENT_READ)
     waiting: deque[tuple[bytes, float, bytes]] = deque()
     workers: dict[int, _Worker] = {}  # answer pipe -> worker
+    retried: set[bytes] = set()
     buffer = b""
     open_input = True
 
@@ -167,13 +362,18 @@ def main() -> int:
         selector.register(worker.outbox, selectors.EVENT_READ)
 
     def replace(worker: _Worker, kill: bool, why: str | None) -> None:
-        """The worker is gone (or stuck): its running job fails, the ones it had not started go first to the
-        others, and a new fork takes its place."""
+        """The worker is gone (or stuck): its running job fails (a crash is retried once), the ones it had not
+        started go first to the others, and a new fork takes its place."""
         selector.unregister(worker.outbox)
         del workers[worker.outbox]
         ended = worker.stop(kill)
         if worker.jobs:
-            fail(worker.jobs.popleft()[0], why or f"the checker crashed ({ended})")
+            running = worker.jobs.popleft()
+            if why is None and running[0] not in retried:
+                retried.add(running[0])
+                worker.jobs.appendleft(running)
+            else:
+                fail(running[0], why or f"the checker crashed ({ended})")
             waiting.extendleft(reversed(worker.jobs))
         spawn()
 
