@@ -4,8 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BFCL   := $(VENV)/.bfcl-installed
+MCPU   := $(VENV)/.mcpu-installed
 
-.PHONY: setup system bfcl tui test bench screenshots clean constraints
+.PHONY: setup system bfcl mcpu tui test bench screenshots clean constraints
 
 # the sandbox's system packages: bubblewrap (namespaces and the filesystem view) and libseccomp (the system-call
 # filter). Installed when this runs as root on a Debian-like system; otherwise what is missing is said, and
@@ -44,10 +45,21 @@ $(BFCL): $(STAMP) pyproject.toml constraints.txt
 
 bfcl: $(BFCL)
 
+# MCP-Universe (awm bench mcp-universe): the mcpuniverse wheel WITHOUT its dependency list (agent SDKs, databases,
+# Blender, Playwright, yfinance …), then the few packages its evaluator modules import (pyproject's `mcpu` extra);
+# awm calls its evaluators with every live service replaced by a stand-in
+$(MCPU): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,mcpu]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps mcpuniverse
+	$(BIN)/awm bench mcp-universe check
+	touch $(MCPU)
+
+mcpu: $(MCPU)
+
 tui: system $(STAMP)
 	$(BIN)/awm-tui
 
-test: system $(STAMP) $(BFCL)
+test: system $(STAMP) $(BFCL) $(MCPU)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

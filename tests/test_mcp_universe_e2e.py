@@ -151,12 +151,17 @@ def test_function_call_run_score_report(configs, servers_file, tmp_path, capsys)
     assert paper["Browser"]["passed"] == 1 and paper["Browser"]["scored"] == 2
     assert paper["Web"]["passed"] == 1 and paper["Location"]["needs"] == 1  # the multi-server task is in Location
     assert paper["Overall"]["scored"] == 4 and paper["Overall"]["passed"] == 3
+    # the official rate divides by every task of the run; the decided-here rate is next to it
+    assert paper["Overall"]["sr"] == 3 / paper["Overall"]["tasks"] and paper["Overall"]["sr_decidable"] == 3 / 4
+    assert paper["Overall"]["partial"]  # 6 of the paper's 231 tasks
+    assert meta["evaluator"]["package"] == "mcpuniverse==1.0.0"
+    assert meta["evaluator"]["judge"]["model"] == "judge" and meta["evaluator"]["judge"]["official_model"] == "gpt-4.1"
     awm = meta["awm"]["table"]
     assert awm["Multi"]["needs"] == 1 and awm["Location"]["scored"] == 1 and "Repository" not in awm
     assert meta["awm"]["needs_by_service"] == {"google-maps": 1, "weather": 1, "yfinance": 1}
 
     code, text = _run(["bench", "mcp-universe", "report", str(out), "--markdown", "--grouping", "awm"], capsys)
-    assert code == 0 and "Offline simulation" in text and "| SR % |" in text
+    assert code == 0 and "Offline simulation" in text and "| SR % (all tasks, official) |" in text
 
 
 def test_react_mode_and_resume(configs, servers_file, tmp_path, capsys):

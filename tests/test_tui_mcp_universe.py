@@ -150,18 +150,23 @@ async def test_dashboard_shows_an_mcp_universe_run(tmp_path, monkeypatch):
         assert "MCP-Universe" in head and "scripted" in head and "finished" in head
         assert "OFFLINE SIMULATION" in head  # --simulation: marked, never to be compared with published numbers
         assert "tasks 8/10" in head
-        assert "not scored, needs a service: google-maps 1, weather 1, yfinance 1" in head
+        assert "not decided here, needs a service: google-maps 1, weather 1, yfinance 1" in head
+        assert "(3/8 tasks, official" in head and "decided here only 75.00 % (3/4)" in head
         assert "errored 1" in head
         # per column: the engine's success rates, paper columns (the multi-server task inside Location)
         groups = screen.query_one("#scenario-table", VirtualTable)
         paper = scores.success_rates(records, "paper")["table"]
         assert groups.columns[:5] == ["column", "tasks", "passed", "scored", "SR %"]
         shown = {row[0]: row for row in groups.rows}
-        assert set(shown) == {"Location", "Financial", "Browser", "Web", "Overall"}
+        assert set(shown) == {"Location", "Repository", "Financial", "3D", "Browser", "Web", "Overall"}
+        assert shown["Repository"][1:] == ("–",) * 10 and shown["3D"][4] == "–"  # not in the run: never 0
         for column, row in shown.items():
-            t = paper[column]
+            t = paper.get(column)
+            if t is None:
+                continue
             assert row[1:4] == (str(t["tasks"]), str(t["passed"]), str(t["scored"]))
-            assert row[4] == scores.pct(t["sr"]) and row[6] == str(t["needs"]) and row[7] == str(t["errored"])
+            assert row[4] == scores.pct(t["sr"]) + "*" and row[6] == str(t["needs"]) and row[7] == str(t["errored"])
+            assert row[10] == scores.pct(t["sr_decidable"])
         assert shown["Location"][1:4] == ("3", "1", "1")  # pass, needs, and the multi-server task (needs)
         assert shown["Overall"][1:4] == ("8", "3", "4") and shown["Overall"][6] == "3"
         # g: the AWM paper's columns (the multi-server task under Multi only)

@@ -161,14 +161,15 @@ def _mcp_universe(run_dir: Path) -> dict[str, Any]:
 
     meta = current_metadata(run_dir)
     table = meta["awm"]["table"]
-    columns = {c: {"value": table[c]["sr"], "n": table[c]["scored"], "ci95": table[c]["ci95"]}
+    # the official rate: passed / all tasks of the column (a task not decided here counts as not passed)
+    columns = {c: {"value": table[c]["sr"], "n": table[c]["tasks"], "ci95": table[c]["ci95"]}
                for c in GROUPS["mcp-universe"][1] if c in table}
     notes = []
     if meta.get("simulation"):
         notes.append("MCP-Universe: offline simulation (stand-in servers), not comparable with published numbers")
     needs = meta["awm"].get("needs_by_service") or {}
     if needs:
-        notes.append("MCP-Universe: not scored, needing a live service: " +
+        notes.append("MCP-Universe: not decided here (reached a live service; not passed in the official rate): " +
                      ", ".join(f"{s} {n}" for s, n in sorted(needs.items())))
     return {"benchmark": "mcp-universe", "model": meta.get("model") or "unknown", "columns": columns, "notes": notes}
 

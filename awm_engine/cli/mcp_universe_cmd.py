@@ -44,6 +44,11 @@ def register(which) -> None:
     sub = mcpu.add_subparsers(dest="mcpu_verb", metavar="ACTION")
     sub.required = True
 
+    check = sub.add_parser("check", help="is MCP-Universe's official evaluator installed (make mcpu), and which "
+                                         "services its evaluators reach")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=cmd_check)
+
     listing = sub.add_parser("tasks", help="the tasks of a checkout, per domain")
     listing.add_argument("--mcp-universe", required=True, metavar="DIR", help="an MCP-Universe checkout (or its "
                          "benchmark configs folder)")
@@ -117,6 +122,35 @@ def _judge(args: argparse.Namespace):
     return make_judge(endpoint)
 
 
+def _require_evaluator() -> None:
+    from awm_engine.bench.mcp_universe import official
+
+    if (reason := official.problem()) is not None:
+        raise CliError(reason)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from awm_engine.bench.mcp_universe import official
+
+    reason = official.problem()
+    if reason is None:
+        try:
+            official.load()
+        except Exception as exc:  # noqa: BLE001 - an import failure of the wheel is what this check reports
+            reason = f"mcpuniverse {official.MCPUNIVERSE_VERSION} is installed but does not import: " \
+                     f"{type(exc).__name__}: {exc}"
+    result = {"ok": reason is None, "package": f"mcpuniverse=={official.MCPUNIVERSE_VERSION}", "problem": reason,
+              "services": list(official.SERVICES)}
+    if args.json:
+        print_json(result)
+    elif reason is None:
+        stdout.print(f"MCP-Universe's evaluator: mcpuniverse {official.MCPUNIVERSE_VERSION}, importable; services "
+                     f"intercepted: {', '.join(official.SERVICES)}", highlight=False, markup=False)
+    else:
+        stderr.print(f"awm: {reason}", highlight=False, markup=False)
+    return 0 if reason is None else 1
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
     problems: list[str] = []
     try:
@@ -146,6 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from awm_engine.bench.mcp_universe.run import McpuConfig, is_mcpu_run, run_mcpu, select
 
     executor_from_args(args, local_only=MCPU_LOCAL_ONLY)
+    _require_evaluator()
     if args.resume:
         if not is_mcpu_run(args.resume):
             raise CliError(f"{args.resume} is not an MCP-Universe run")
@@ -209,8 +244,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                              + (f" · {record['id']}" if record else ""))
 
         try:
-            meta = asyncio.run(run_mcpu(config, out, endpoint, servers, resume=bool(args.resume), judge=_judge(args),
-                                        on_progress=on_progress))
+            meta = asyncio.run(run_mcpu(config, out, endpoint, servers, resume=bool(args.resume),
+                                        services=_judge(args), on_progress=on_progress))
         except (PolicyError, ValueError) as exc:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt:
@@ -238,6 +273,7 @@ def _print_rates(meta: dict, grouping: str, fmt: str = "text") -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from awm_engine.bench.mcp_universe.run import is_mcpu_run, rescore, score_answers
 
+    _require_evaluator()
     fmt = "json" if args.json else "markdown" if args.markdown else "text"
     judge = _judge(args)
     if args.answers:

@@ -34,8 +34,10 @@ from ..actions import ENTRY_ACTIONS, bindings
 
 __all__ = ["McpuRunView", "McpuTaskScreen", "is_mcpu_run", "run_label", "run_simulated"]
 
-GROUP_COLUMNS = ["column", "tasks", "passed", "scored", "SR %", "95% CI", "needs", "errored", "eval %", "avg steps"]
-GROUP_WIDTHS = [10, 5, 6, 6, 7, 13, 5, 7, 7, 9]
+# SR % is the official rate (passed / all tasks); "decided SR %" leaves out the tasks not decided here
+GROUP_COLUMNS = ["column", "tasks", "passed", "scored", "SR %", "95% CI", "needs", "errored", "eval %", "avg steps",
+                 "decided SR %"]
+GROUP_WIDTHS = [10, 5, 6, 6, 7, 13, 5, 7, 7, 9, 8]
 TASK_COLUMNS = ["task", "domain", "verdict", "evaluators", "needs", "steps", "why not passed"]
 TASK_WIDTHS = [32, 9, 7, 16, 14, 5, 8]
 MULTI_PREFIX = "multi-server_task_"  # shown as "multi:" (the AWM paper's Multi column)
@@ -118,24 +120,30 @@ class McpuRunView:
             head.append_text(Text.assemble(OFFLINE, f"  {OFFLINE_NOTE}"))
         ci = overall["ci95"]
         head.append(f"\ntasks {done}" + (f"/{expected}" if expected else "") +
-                    f"  ·  Overall SR {fmt(overall['sr'])} % ({overall['passed']}/{overall['scored']} scored"
+                    f"  ·  Overall SR {fmt(overall['sr'])} %" + (" (partial)" if overall["partial"] else "") +
+                    f" ({overall['passed']}/{overall['tasks']} tasks, official"
                     + (f", 95% CI {fmt(ci[0])}–{fmt(ci[1])}" if ci else "") + ")"
-                    f"  ·  columns: {GROUPING_TITLE[self.grouping]}")
+                    f"  ·  decided here only {fmt(overall['sr_decidable'])} % ({overall['passed']}/"
+                    f"{overall['scored']})  ·  columns: {GROUPING_TITLE[self.grouping]}")
         needs = summary["needs_by_service"]
         errored = sum(r["status"] == "error" for r in results)
-        head.append("\nnot scored, needs a service: ")
+        head.append("\nnot decided here, needs a service: ")
         head.append(", ".join(f"{s} {n}" for s, n in sorted(needs.items())) or "none",
                     "yellow" if needs else "")
         head.append(f"  ·  tasks needing one {sum(r['status'] == 'needs' for r in results)}  ·  errored {errored}")
+        if any(t.get("partial") for t in table.values()):
+            head.append("\n* partial: fewer tasks than the paper's count for that column; – : not in this run")
         groups = []
         for column in summary["columns"]:
-            if column not in table:
+            t = table.get(column)
+            if t is None:  # not in this run: missing, never 0
+                groups.append((column, *("–",) * (len(GROUP_COLUMNS) - 1)))
                 continue
-            t = table[column]
-            groups.append((column, t["tasks"], t["passed"], t["scored"], fmt(t["sr"]),
+            groups.append((column, t["tasks"], t["passed"], t["scored"],
+                           fmt(t["sr"]) + ("*" if t["partial"] else ""),
                            f"{fmt(t['ci95'][0])}–{fmt(t['ci95'][1])}" if t["ci95"] else "–", t["needs"],
                            t["errored"], fmt(t["avg_evaluator_score"]),
-                           "–" if t["avg_steps"] is None else f"{t['avg_steps']:.1f}"))
+                           "–" if t["avg_steps"] is None else f"{t['avg_steps']:.1f}", fmt(t["sr_decidable"])))
         tasks = [(str(t["task"] or t["id"]).replace(MULTI_PREFIX, "multi:"), str(t["domain"] or "-"),
                   t["status"], t["evaluators"], ", ".join(t["needs"]) or "-",
                   "-" if t["steps"] is None else t["steps"], t["reason"] or "") for _, _, t in read]
@@ -197,8 +205,8 @@ class McpuTaskScreen(Screen):
         verdict = Text.assemble((status.upper(), f"bold {STATUS_STYLE.get(status, '')}"),
                                 f"  evaluators: {line['evaluators']}")
         if status == "needs":
-            verdict.append(f"\nnot scored here: the evaluators need {', '.join(line['needs'])} (counted apart, "
-                           "never as a failure)", "yellow")
+            verdict.append(f"\nnot decided here: MCP-Universe's evaluators reached {', '.join(line['needs'])} "
+                           "(not passed in the official rate; left out of the decided-here rate)", "yellow")
         if line["reason"]:
             verdict.append("\n" + _clip(line["reason"]), "red" if status in ("fail", "error") else "")
         if self.simulation:

@@ -19,6 +19,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from awm_engine.bench import pinned
 from awm_engine.data.paths import cache_dir
 
 BFCL_EVAL_VERSION = "2026.3.23"
@@ -52,17 +53,7 @@ def project_root() -> Path:
 
 def problem() -> str | None:
     """Why BFCL cannot run here (None when it can)."""
-    try:
-        version = importlib.metadata.version("bfcl-eval")
-    except importlib.metadata.PackageNotFoundError:
-        return f"BFCL is not installed: {SETUP_HINT}"
-    if version != BFCL_EVAL_VERSION:
-        return f"bfcl-eval {version} is installed, awm scores with {BFCL_EVAL_VERSION}: {SETUP_HINT}"
-    missing = sorted(dist for name, dist in EXTRAS.items() if importlib.util.find_spec(name) is None)
-    if missing:
-        return f"bfcl-eval is installed but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: " \
-               f"{SETUP_HINT}"
-    return None
+    return pinned.problem("bfcl-eval", BFCL_EVAL_VERSION, EXTRAS, SETUP_HINT, "BFCL")
 
 
 def require() -> None:

@@ -31,7 +31,7 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.meta_protocol import robust_json
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig, Rollout
-from awm_engine.bench.mcp_universe import evaluators, scores, tasks
+from awm_engine.bench.mcp_universe import official, scores, tasks
 from awm_engine.bench.mcp_universe.episode import McpServersEpisode
 from awm_engine.bench.mcp_universe.servers import ServerDef
 from awm_engine.data.run_formats import CONFIG, METADATA, RunFormatError
@@ -85,7 +85,7 @@ def final_answer(text: str, output_format: Any = None) -> str:
     parsed = None
     if stripped.startswith(("{", "`")):
         try:
-            parsed = evaluators.parse_json_text(stripped)
+            parsed = official.decode_answer(stripped)
         except ValueError:
             parsed = robust_json(stripped)
     own = isinstance(output_format, dict) and "answer" in output_format
@@ -215,7 +215,7 @@ def task_line(record: dict[str, Any]) -> dict[str, Any]:
     else:
         failed = next((v for v in verdicts if v.get("status") == "fail"), None)
         why = "" if failed is None else f"{failed.get('func')}" + (f" {failed['op']}" if failed.get("op") else "") \
-            + f": {failed.get('reason') or 'failed'}"
+            + f": {failed.get('reason') or 'failed'}" + (f" ({failed['error']})" if failed.get("error") else "")
     shown = " · ".join(f"{n} {s}" for s, n in counts.items() if n) or "-"
     return {"id": result["id"], "folder": record.get("scenario"), "task": record.get("task_id"),
             "domain": result["domain"], "awm_column": result["awm_column"], "status": result["status"],
@@ -271,14 +271,22 @@ def _base_record(task: tasks.Task) -> dict[str, Any]:
             "domain": task.domain, "awm_column": task.awm_column, "servers": task.mcp_servers}
 
 
-def verdict_fields(task: tasks.Task, answer: str, judge: evaluators.Judge | None) -> dict[str, Any]:
-    verdict = evaluators.evaluate_task(task.evaluators, answer, judge)
+def evaluator_facts(services: official.Services | None) -> dict[str, Any]:
+    """What scored the run: the official package, the judge model actually asked (the official one is gpt-4.1),
+    the services that had a stand-in behind them."""
+    return {"package": f"mcpuniverse=={official.MCPUNIVERSE_VERSION}", **(services or official.NO_SERVICES).describe()}
+
+
+def verdict_fields(task: tasks.Task, answer: str, services: official.Services | None) -> dict[str, Any]:
+    """The official evaluators' verdict on one final answer (call from a thread, not from the event loop: the
+    official judge is synchronous)."""
+    verdict = official.evaluate_task(task.evaluators, answer, services, task.env)
     return {"label": verdict.status, "has_verdict": verdict.status != "needs",
             "reward": {"pass": 1.0, "fail": 0.0}.get(verdict.status), "verdict": verdict.to_dict()}
 
 
 async def run_task(task: tasks.Task, config: McpuConfig, servers: dict[str, ServerDef], endpoint: Endpoint,
-                   out: Path, judge: evaluators.Judge | None = None, policy=None) -> dict[str, Any]:
+                   out: Path, services: official.Services | None = None, policy=None) -> dict[str, Any]:
     record = _base_record(task)
     run_dir = out / "rollouts" / task.folder / task.path.stem
     missing = [s for s in task.mcp_servers if s not in servers]
@@ -315,16 +323,17 @@ async def run_task(task: tasks.Task, config: McpuConfig, servers: dict[str, Serv
     if finished.stop_reason == "llm_error":
         return {**record, "status": "error", "error_kind": "llm_error", "error": finished.error,
                 "run_dir": str(run_dir)}
-    fields = await asyncio.to_thread(verdict_fields, task, answer, judge)
+    fields = await asyncio.to_thread(verdict_fields, task, answer, services)
     return {**record, "status": "ok", "stop_reason": finished.stop_reason, "final_answer": answer,
             "raw_final": finished.final_answer, "steps": finished.iterations, "tool_calls": finished.tool_calls,
             "usage": finished.usage, "run_dir": str(run_dir), **fields}
 
 
 async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, servers: dict[str, ServerDef],
-                   resume: bool = False, judge: evaluators.Judge | None = None,
+                   resume: bool = False, services: official.Services | None = None,
                    on_progress: Callable[[Progress, dict | None], None] | None = None) -> dict[str, Any]:
     """Run (or resume) ``config`` into ``out``; returns the final metadata."""
+    official.require()  # before any rollout: a run that cannot be scored is not started
     out = Path(out).resolve()
     problems: list[str] = []
     chosen = select(config, problems)
@@ -343,14 +352,15 @@ async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, serv
         done = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
         todo = [t for t in chosen if t.id not in done]
         progress = Progress(total=len(chosen), skipped=len(chosen) - len(todo))
-        facts = {"sandbox": protections().to_dict(), "expected": len(chosen), "task_problems": problems}
+        facts = {"sandbox": protections().to_dict(), "expected": len(chosen), "task_problems": problems,
+                 "evaluator": evaluator_facts(services)}
         write_metadata(out, config, {**facts, "running": True})
         writer = ResultsWriter(results)
         semaphore = asyncio.Semaphore(max(1, config.concurrency))
 
         async def one(task: tasks.Task) -> None:
             async with semaphore:
-                record = await run_task(task, config, servers, endpoint, out, judge)
+                record = await run_task(task, config, servers, endpoint, out, services)
             await writer.awrite(record)
             progress.done += 1
             if record["status"] == "error":
@@ -373,8 +383,9 @@ async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, serv
         lock.close()
 
 
-def rescore(run_dir: Path | str, judge: evaluators.Judge | None = None) -> dict[str, Any]:
+def rescore(run_dir: Path | str, services: official.Services | None = None) -> dict[str, Any]:
     """Evaluate every stored final answer again (e.g. with a judge now), rewriting results and metadata."""
+    official.require()
     run_dir = Path(run_dir).resolve()
     config = McpuConfig.load(run_dir)
     index = tasks.task_index(config.mcp_universe, problems=[])  # a task that no longer loads keeps its verdict
@@ -387,20 +398,22 @@ def rescore(run_dir: Path | str, judge: evaluators.Judge | None = None) -> dict[
         for r in records:
             task = index.get(r["id"])
             if r.get("status") == "ok" and task is not None:
-                r = {**r, **verdict_fields(task, r.get("final_answer") or "", judge)}
+                r = {**r, **verdict_fields(task, r.get("final_answer") or "", services)}
             writer.write(r)
         writer.close()
         tmp.replace(run_dir / "results.jsonl")
-        return write_metadata(run_dir, config, {"rescored": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        return write_metadata(run_dir, config, {"rescored": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                "evaluator": evaluator_facts(services)})
     finally:
         lock.close()
 
 
-def score_answers(root: Path | str, answers: dict[str, str], judge: evaluators.Judge | None = None
+def score_answers(root: Path | str, answers: dict[str, str], services: official.Services | None = None
                   ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Verdicts for ``{task id or file stem: final answer}`` (no run needed) and their success rates, with
     ``problems``: answers for unknown tasks and task files that cannot be read (left out). An answer that is not
     a string is read JSON-encoded, as a run's object answers are."""
+    official.require()
     if not isinstance(answers, dict):
         raise tasks.TaskError(f"the answers are a {type(answers).__name__}, not an object "
                               '{"<task id or file stem>": "<answer>"}')
@@ -416,33 +429,11 @@ def score_answers(root: Path | str, answers: dict[str, str], judge: evaluators.J
         if not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
         rows.append({**_base_record(task), "status": "ok", "final_answer": answer,
-                     **verdict_fields(task, answer, judge)})
-    return rows, {**summarize(rows), "problems": problems}
+                     **verdict_fields(task, answer, services)})
+    return rows, {**summarize(rows), "problems": problems, "evaluator": evaluator_facts(services)}
 
 
-def make_judge(endpoint: Endpoint) -> evaluators.Judge:
-    """An LLM judge in the BrowseComp style over an OpenAI-compatible endpoint (MCP-Universe uses gpt-4.1): it
-    passes when the text after ``correct:`` says yes."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
-                    max_retries=endpoint.max_retries)
-
-    def judge(question: str, response: str, correct: str) -> bool:
-        prompt = (f"Judge whether the response answers the question correctly, given the correct answer.\n\n"
-                  f"[question]: {question}\n\n[response]: {response}\n\n[correct_answer]: {correct}\n\n"
-                  "Reply with the final answer you extract from the response (extracted_final_answer: ...), a "
-                  "one-sentence reasoning (reasoning: ...), and correct: yes if it matches the correct answer "
-                  "(allowing small differences in formatting), otherwise correct: no.")
-        for _ in range(3):
-            try:
-                out = client.chat.completions.create(model=endpoint.model, temperature=0,
-                                                     messages=[{"role": "user", "content": prompt}])
-            except Exception:  # noqa: BLE001 - retried, then the evaluator fails
-                continue
-            text = (out.choices[0].message.content or "") if out.choices else ""
-            if "correct:" in text.lower():
-                return "yes" in text.lower().rsplit("correct:", 1)[1]
-        raise RuntimeError("the judge gave no verdict")
-
-    return judge
+def make_judge(endpoint: Endpoint) -> official.Services:
+    """The official LLM judge (MCP-Universe's prompt and reply parsing) asking ``endpoint``'s model instead of
+    gpt-4.1."""
+    return official.Services(judge=endpoint)

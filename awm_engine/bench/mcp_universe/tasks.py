@@ -50,17 +50,6 @@ def render(text: str, env: Mapping[str, str] | None = None) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
-def render_value(value: Any, env: Mapping[str, str] | None = None) -> Any:
-    """``render`` applied to every string inside ``value`` (lists and dicts recursively)."""
-    if isinstance(value, str):
-        return render(value, env)
-    if isinstance(value, list):
-        return [render_value(v, env) for v in value]
-    if isinstance(value, dict):
-        return {k: render_value(v, env) for k, v in value.items()}
-    return value
-
-
 @dataclass
 class Task:
     id: str  # "<folder>/<file stem>": unique across the benchmark, the key of results
@@ -74,6 +63,7 @@ class Task:
     cleanups: list[dict[str, Any]] = field(default_factory=list)
     category: str = "general"
     instruction: str = ""  # the suite agent's instruction
+    env: dict[str, str] | None = None  # variables given at load (the official Context's env); None: the environment
 
     @property
     def domain(self) -> str:
@@ -188,12 +178,12 @@ def load_task(path: Path, suite: str, env: Mapping[str, str] | None = None, defa
             raise TaskError(f"{path}: evaluator {i} has no func")
         if e.get("op") is not None and not isinstance(e.get("op"), str):
             raise TaskError(f"{path}: evaluator {i}: op is a {type(e['op']).__name__}, not a name")
-        evaluators.append({"func": e["func"], "op": e.get("op") or "", "value": render_value(e.get("value"), env),
-                           "op_args": render_value(e.get("op_args"), env), "desc": e.get("desc") or ""})
+        evaluators.append(dict(e))  # as the file has it: the official Evaluator renders its own placeholders
     return Task(id=f"{folder}/{path.stem}", path=path, folder=folder, suite=suite,
                 question=render(data["question"], env), output_format=data.get("output_format"),
                 mcp_servers=servers, evaluators=evaluators, cleanups=list(data.get("cleanups") or []),
-                category=str(data.get("category") or "general"), instruction=instruction)
+                category=str(data.get("category") or "general"), instruction=instruction,
+                env=None if env is None else dict(env))
 
 
 def load_suite(root: Path | str, suite: str, env: Mapping[str, str] | None = None,
