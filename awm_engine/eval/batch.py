@@ -4,17 +4,15 @@ A run directory holds ``config.json`` (the resolved configuration, no secrets), 
 (one line per finished rollout, fsync'd as it is written), ``metadata.json`` (aggregates, rewritten
 as the run goes) and ``rollouts/<scenario>/<task>_<sample>/`` (each rollout's run directory). A
 killed run loses nothing that finished; ``resume`` drops errored and torn lines and runs only what
-is missing or errored, so every rollout ends up in the file exactly once.
+is missing or errored, so every rollout ends up in the file exactly once. The loop is ``eval.runner``'s (the one
+every benchmark runs through); ``EvalRun`` is this evaluation's adapter.
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import shutil
 import time
-import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +31,11 @@ from awm_engine.eval.episode import (
     verification_warnings,
 )
 from awm_engine.eval.metrics import summarize
-from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, rollout_id
+from awm_engine.eval.results import ResultsIndex, rollout_id
+from awm_engine.eval.runner import Adapter, run_items
+from awm_engine.eval.runner import Progress as Progress  # re-exported: where callers have found them
+from awm_engine.eval.runner import RunLocked as RunLocked
+from awm_engine.eval.runner import lock_run_dir as lock_run_dir
 from awm_engine.runtime.pool import EnvPool
 from awm_engine.sandbox.host import protections
 from awm_engine.verify.judge import DEFAULT_PROFILE
@@ -93,21 +95,6 @@ def build_record(scenario: str, task_id: int, sample: int, task: str, config: Ev
     return record
 
 
-@dataclass
-class Progress:
-    total: int
-    done: int = 0
-    skipped: int = 0
-    errors: int = 0
-    reward_sum: float = 0.0
-    scored: int = 0
-    started: float = field(default_factory=time.time)
-
-    @property
-    def mean_reward(self) -> float | None:
-        return self.reward_sum / self.scored if self.scored else None
-
-
 def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None = None,
                    index: ResultsIndex | None = None) -> dict[str, Any]:
     """Aggregate the results (from the lazy index's summaries: messages are never loaded) into metadata.json."""
@@ -154,13 +141,11 @@ async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint
     ``warnings``). A refusal of the preflight (``PolicyError``) leaves ``out`` untouched."""
     out = Path(out).resolve()
     checked = preflight(config, judge)
-    catalog, items, warnings = checked.catalog, checked.items, checked.warnings
-    out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out)  # one writer per run directory, for the whole run
-    try:
-        return await _run_locked(config, out, endpoint, judge, resume, on_progress, catalog, items, warnings)
-    finally:
-        lock.close()
+    agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
+    config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
+    run = EvalRun(config, out, endpoint, judge, checked, agent, rewards)
+    await run_items(run, out, config.to_dict(), resume, on_progress)
+    return json.loads((out / "metadata.json").read_text())
 
 
 EXECUTORS = ("local", "ray")
@@ -177,110 +162,72 @@ def make_pool(config: EvalConfig):
     return EnvPool(workers=config.workers)
 
 
-class RunLocked(Exception):
-    """Another process is writing this run directory."""
+class EvalRun(Adapter):
+    """``awm eval run`` as the shared loop's adapter: one item per (scenario, task, sample)."""
 
+    def __init__(self, config: EvalConfig, out: Path, endpoint: Endpoint | None, judge: Endpoint | None,
+                 checked: Preflight, agent: AgentConfig, rewards: RewardConfig):
+        self.config, self.out, self.endpoint, self.judge = config, out, endpoint, judge
+        self.catalog, self.work = checked.catalog, checked.items
+        self.agent, self.rewards, self.concurrency = agent, rewards, config.concurrency
+        self.verify_mode = None if config.verify == "none" else config.verify
+        self.run_facts = {"warnings": checked.warnings,
+                          "verification_profile": getattr(agent, "protocol", DEFAULT_PROFILE),
+                          "sandbox": protections().to_dict()}
+        self.shared_policy: LLMPolicy | None = None
+        self.pool = None
 
-def lock_run_dir(out: Path):
-    """An exclusive lock on ``out/.lock`` (released when the process ends, however it ends)."""
-    import fcntl
+    def items(self) -> list[tuple[str, int, int]]:
+        return self.work
 
-    handle = open(out / ".lock", "a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise RunLocked(f"{out} is being written by another awm process (an evaluation is running there); "
-                        "wait for it, or use another --out") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
+    def item_id(self, item: tuple[str, int, int]) -> str:
+        return rollout_id(*item)
 
+    async def start(self) -> None:
+        config = self.config
+        self.shared_policy = LLMPolicy(self.endpoint) if config.policy == "llm" and self.endpoint is not None else None
+        if config.policy == "llm" and self.shared_policy is None:
+            raise PolicyError("an llm evaluation needs a model endpoint", "config")
+        self.pool = make_pool(config)
+        await self.pool.start()
 
-async def _run_locked(config: EvalConfig, out: Path, endpoint, judge, resume, on_progress, catalog, items,
-                      warnings) -> dict[str, Any]:
-    results = out / "results.jsonl"
-    if resume:
-        compact(results, lambda s: s.get("status") == "ok")
-    agent, rewards = AgentConfig.from_dict(config.agent), RewardConfig(**config.rewards)
-    config = replace(config, agent=agent.to_dict(), rewards=rewards.to_dict())  # resolved: what --resume reuses
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    run_facts = {"warnings": warnings, "verification_profile": getattr(agent, "protocol", DEFAULT_PROFILE),
-                 "sandbox": protections().to_dict()}
-    index = ResultsIndex(results)
-    index.refresh()
-    done_ids = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
-    todo = [it for it in items if rollout_id(*it) not in done_ids]
-    progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))
-    for e in index.entries.values():
-        if e.summary.get("status") == "ok" and e.summary.get("has_verdict") and e.summary.get("reward") is not None:
-            progress.reward_sum += e.summary["reward"]
-            progress.scored += 1
-    if on_progress:
-        on_progress(progress, None)
-    verify_mode = None if config.verify == "none" else config.verify
-    shared_policy = LLMPolicy(endpoint) if config.policy == "llm" and endpoint is not None else None
-    if config.policy == "llm" and shared_policy is None:
-        raise PolicyError("an llm evaluation needs a model endpoint", "config")
-    writer = ResultsWriter(results)
-    semaphore = asyncio.Semaphore(max(1, config.concurrency))
-    last_meta = 0.0
-    pool = make_pool(config)
-    await pool.start()
+    async def close(self) -> None:
+        if self.shared_policy is not None:
+            await self.shared_policy.aclose()
+        await self.pool.close()
 
-    async def one(scenario_key: str, task_id: int, sample: int) -> None:
-        nonlocal last_meta
-        async with semaphore:
-            scenario = catalog.get(scenario_key)
-            run_dir = out / "rollouts" / scenario_key / f"{task_id}_{sample}"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            started = time.perf_counter()
-            meta = {"model": config.model, "api_url": (config.endpoint or {}).get("base_url", ""),
-                    "temperature": (config.endpoint or {}).get("temperature", 1.0), "sample": sample}
-            try:
-                policy = shared_policy or make_policy(config.policy, scenario, task_id, agent.mode,
-                                                      style=agent.tool_name_style)
-                outcome = await run_episode(catalog, scenario, task_id, policy, agent, run_dir, pool=pool,
-                                            verify_mode=verify_mode, judge=judge, rewards=rewards, meta=meta)
-                if outcome.failure is not None:
-                    record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
-                                          str(outcome.failure), "environment_error",
-                                          {"total_s": time.perf_counter() - started})
-                else:
-                    record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, outcome,
-                                          timing={"total_s": time.perf_counter() - started,
-                                                  "rollout_s": outcome.finished.elapsed_s})
-            except PolicyError as exc:
-                record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
-                                      str(exc), "agent_error", {"total_s": time.perf_counter() - started})
-            except Exception as exc:  # noqa: BLE001 - awm's own failure: recorded with its traceback, the run goes on
-                record = build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
-                                      f"{type(exc).__name__}: {exc}", "internal_error",
-                                      {"total_s": time.perf_counter() - started})
-                record["traceback"] = traceback.format_exc()
-            await writer.awrite(record)
-            progress.done += 1
-            if record["status"] == "error":
-                progress.errors += 1
-            elif record.get("has_verdict") and record.get("reward") is not None:
-                progress.reward_sum += record["reward"]
-                progress.scored += 1
-            if on_progress:
-                on_progress(progress, record)
-            if time.time() - last_meta > 5:
-                last_meta = time.time()
-                write_metadata(out, config, {"running": True, "elapsed_s": time.time() - progress.started,
-                                             **run_facts}, index)
+    async def run_one(self, item: tuple[str, int, int]) -> dict[str, Any]:
+        config, (scenario_key, task_id, sample) = self.config, item
+        scenario = self.catalog.get(scenario_key)
+        run_dir = self.out / "rollouts" / scenario_key / f"{task_id}_{sample}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        started = time.perf_counter()
+        meta = {"model": config.model, "api_url": (config.endpoint or {}).get("base_url", ""),
+                "temperature": (config.endpoint or {}).get("temperature", 1.0), "sample": sample}
+        try:
+            policy = self.shared_policy or make_policy(config.policy, scenario, task_id, self.agent.mode,
+                                                       style=self.agent.tool_name_style)
+            outcome = await run_episode(self.catalog, scenario, task_id, policy, self.agent, run_dir, pool=self.pool,
+                                        verify_mode=self.verify_mode, judge=self.judge, rewards=self.rewards,
+                                        meta=meta)
+        except PolicyError as exc:
+            return build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
+                                str(exc), "agent_error", {"total_s": time.perf_counter() - started})
+        if outcome.failure is not None:
+            return build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, None,
+                                str(outcome.failure), "environment_error", {"total_s": time.perf_counter() - started})
+        return build_record(scenario_key, task_id, sample, scenario.tasks[task_id], config, outcome,
+                            timing={"total_s": time.perf_counter() - started, "rollout_s": outcome.finished.elapsed_s})
 
-    try:
-        await asyncio.gather(*(one(*item) for item in todo))
-    finally:
-        writer.close()
-        if shared_policy is not None:
-            await shared_policy.aclose()
-        await pool.close()
-        write_metadata(out, config, {"running": False, "elapsed_s": time.time() - progress.started,
-                                     "complete": progress.done == progress.total, **run_facts}, index)
-    return json.loads((out / "metadata.json").read_text())
+    def error_record(self, item: tuple[str, int, int], error: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+        scenario_key, task_id, sample = item
+        record = build_record(scenario_key, task_id, sample, self.catalog.get(scenario_key).tasks[task_id],
+                              self.config, None, error["error"], "internal_error", {"total_s": elapsed_s})
+        record["traceback"] = error["traceback"]
+        return record
+
+    def metadata(self, progress: Progress, index: ResultsIndex, running: bool) -> dict[str, Any]:
+        extra = {"running": running, "elapsed_s": time.time() - progress.started}
+        if not running:
+            extra["complete"] = progress.done == progress.total
+        return write_metadata(self.out, self.config, {**extra, **self.run_facts}, index)
