@@ -477,7 +477,11 @@ class EnvPool:
         self._refreshing: dict[str, asyncio.Task] = {}
 
     async def __aenter__(self) -> "EnvPool":
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:  # a sandbox refusal (SandboxUnavailable), a signal: nothing may stay behind
+            await self.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -218,7 +218,11 @@ class RayEnvPool:
         self._started_ray = False
 
     async def __aenter__(self) -> "RayEnvPool":
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:  # ray missing or failing to start: the pool's own directory goes anyway
+            await self.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -271,7 +275,7 @@ class RayEnvPool:
         return out
 
     async def close(self) -> None:
-        ray = require_ray()
+        ray = require_ray() if self.actors or self._started_ray else None
         if self.actors:
             await asyncio.gather(*(a.stop.remote() for a in self.actors), return_exceptions=True)
             for actor in self.actors:
