@@ -57,7 +57,9 @@ class ServedEnvironment:
         log = open(self.run_dir / "serve.log", "ab")
         # the server is awm's own code, started with no secrets (the scrubbed environment); the environment's code
         # runs in the server's sandboxed worker, one scenario per sandbox, as everywhere
+        # AWM_SERVE_EXTRAS: error kinds and tracebacks in _meta, for awm's own front ends (no other client gets them)
         env = scrubbed_env({"AWM_SERVE_TOKEN": self.token, "AWM_CACHE_DIR": str(cache_dir()),
+                            "AWM_SERVE_EXTRAS": "1",
                             "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
                                                           if x)})
         for name in (MAX_AGE_ENV, "AWM_UNSAFE_NO_SANDBOX", "AWM_SANDBOX_UID", "AWM_CONFIG"):

@@ -2,14 +2,17 @@
 
 Tools are the environment's routes with fastapi-mcp's names, descriptions and input schemas; a call
 goes to the episode (hosted by a worker process) and returns exactly the text the in-process path
-returns, with ``isError`` set for rejected calls and HTTP errors. The traceback behind an error goes to
-``calls.jsonl``, to the worker's log (``server.log``) and into the result's ``_meta`` (never its text). A text cut
-at the result cap (``runtime/caps.py``) says so in its marker, in ``_meta`` and in ``calls.jsonl``, which keeps no
-result text.
+returns, with ``isError`` set for rejected calls and HTTP errors. What an MCP client sees is what the reference
+server (fastapi-mcp) sends: the text, ``isError``, nothing else — the traceback behind an error goes to
+``calls.jsonl`` and to the worker's log (``server.log``), never to the client. ``extras`` (``AWM_SERVE_EXTRAS=1``;
+awm's own client sets it, for its front ends) adds ``_meta.awm`` to error and cut results: the error kind, HTTP
+status and traceback, and the size of a text cut at the result cap (``runtime/caps.py``; the cut also says so in
+its marker and in ``calls.jsonl``, which keeps no result text).
 """
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,11 @@ class EpisodeTool(Tool):
     _episode: Any = PrivateAttr(default=None)
     _log: Any = PrivateAttr(default=None)
     _result_cap: int | None = PrivateAttr(default=None)
+    _extras: bool = PrivateAttr(default=False)
+
+    def to_mcp_tool(self, **overrides: Any) -> Any:
+        """As fastapi-mcp lists a tool: name, description and input schema — no title, no ``_meta``."""
+        return super().to_mcp_tool(**{"title": None, "_meta": None, **overrides})
 
     async def run(self, arguments: dict[str, Any]) -> McpToolResult:
         result = await self._episode.call_tool(self.name, arguments)
@@ -46,7 +54,7 @@ class EpisodeTool(Tool):
                        **({"truncated": True, "original_bytes": result.original_bytes}
                           if getattr(result, "truncated", False) else {})})
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error,
-                             meta=error_meta(result))
+                             meta=error_meta(result) if self._extras else None)
 
 
 def error_meta(result: Any) -> dict[str, Any] | None:
@@ -74,10 +82,43 @@ class UnknownToolAsResult(Middleware):
         return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=True)
 
 
-def build_server(episode: Any, name: str, log_path: Path | None = None, result_cap: int | None = None) -> FastMCP:
+EXTRAS_ENV = "AWM_SERVE_EXTRAS"
+# the reference server's serverInfo: FastApiMCP(app) is named after the app's title, its version is its mcp package's
+REFERENCE_MCP_VERSION = "1.26.0"
+FASTAPI_DEFAULT_TITLE = "FastAPI"
+
+
+def app_title(code: str | None) -> str:
+    """The ``title=`` of the environment code's ``FastAPI(...)`` (a string literal), else FastAPI's default: the name
+    the reference's ``FastApiMCP(app)`` gives its server. Read from the source, never by running it."""
+    import ast
+
+    try:
+        tree = ast.parse(code or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return FASTAPI_DEFAULT_TITLE
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "FastAPI":
+            for kw in node.keywords:
+                if kw.arg == "title" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+            return FASTAPI_DEFAULT_TITLE
+    return FASTAPI_DEFAULT_TITLE
+
+
+def extras_enabled() -> bool:
+    return os.environ.get(EXTRAS_ENV, "") == "1"
+
+
+def build_server(episode: Any, name: str, log_path: Path | None = None, result_cap: int | None = None,
+                 extras: bool | None = None) -> FastMCP:
     """``result_cap``: cut every result's text at this many bytes (``runtime/caps.py``; None: as the episode
-    returns it)."""
-    server = FastMCP(name=name, instructions=f"AWM environment {name}. You are logged in as user 1.")
+    returns it). ``extras`` (default: ``AWM_SERVE_EXTRAS=1``): ``_meta.awm`` on error and cut results."""
+    extras = extras_enabled() if extras is None else extras
+    scenario = getattr(episode, "scenario", None)
+    if scenario is not None and hasattr(scenario, "code"):  # the reference's name and version, no instructions
+        name = app_title(scenario.code)
+    server = FastMCP(name=name, version=REFERENCE_MCP_VERSION)
     server.add_middleware(UnknownToolAsResult(episode, {t["name"] for t in episode.list_tools()}))
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None
 
@@ -90,6 +131,7 @@ def build_server(episode: Any, name: str, log_path: Path | None = None, result_c
         tool._episode = episode
         tool._log = log if log_file else None
         tool._result_cap = result_cap
+        tool._extras = extras
         server.add_tool(tool)
     return server
 
@@ -100,7 +142,7 @@ async def serve_http(server: FastMCP, port: int, token: str | None = None) -> No
     from starlette.middleware import Middleware as AsgiMiddleware
 
     await server.run_http_async(transport="http", host=HOST, port=port, path=MCP_PATH, show_banner=False,
-                                log_level="warning", host_origin_protection=True,
+                                log_level="warning", host_origin_protection=True, json_response=True,
                                 middleware=[AsgiMiddleware(LoopbackGuard, port=port, token=token)])
 
 
