@@ -4,9 +4,9 @@ the wheel's checkers in the sandbox, into an awm run directory.
 The run directory has the formats of ``awm eval run`` (``awm_engine.data.run_formats``): ``config.json``
 (``BfclConfig``, ``"benchmark": "bfcl"``), ``results.jsonl`` (one fsync'd line per entry and sample, written as
 each finishes, via ``eval.results.ResultsWriter``), ``metadata.json`` (the scores, rewritten as the run goes),
-one writer at a time (``eval.batch.lock_run_dir``), and resume (errored and torn lines dropped, only what is
-missing is run). At the end the first sample of every entry is also written in BFCL's own result format under
-``bfcl/result/<model>/`` (``bfcl_files``), so BFCL's own runner can score it.
+one writer at a time, and resume (errored and torn lines dropped, only what is missing is run): the loop is
+``eval.runner``'s, ``BfclRun`` this benchmark's adapter. At the end the first sample of every entry is also written
+in BFCL's own result format under ``bfcl/result/<model>/`` (``bfcl_files``), so BFCL's own runner can score it.
 
 Single-turn entries are one request. Multi-turn entries go turn by turn as BFCL's inference does: the turn's
 user message (or, at a miss_func holdout turn, the held-out docs and BFCL's sentence), then steps until the
@@ -16,11 +16,9 @@ entry's initial configuration and the results go back to the model.
 """
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,11 +33,8 @@ from awm_engine.bench.bfcl.categories import CATEGORIES, DATA_NOTE
 from awm_engine.bench.bfcl.ground_truth import GroundTruthPolicy
 from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
 from awm_engine.data.run_formats import CONFIG, METADATA
-from awm_engine.eval.batch import (  # Progress: mean_reward is the accuracy
-    Progress,
-    lock_run_dir,
-)
-from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact
+from awm_engine.eval.results import ResultsIndex
+from awm_engine.eval.runner import Adapter, Progress, run_items  # Progress: mean_reward is the accuracy
 from awm_engine.sandbox.host import protections
 
 BENCHMARK = "bfcl"
@@ -262,83 +257,65 @@ async def run_bfcl(config: BfclConfig, out: Path | str, endpoint: Endpoint | Non
     chosen = preflight(config)
     if config.policy == "llm" and endpoint is None:
         raise PolicyError("an llm run needs a model endpoint", "config")
-    out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out)
-    try:
-        return await _run_locked(config, out, endpoint, resume, on_progress, chosen, host)
-    finally:
-        lock.close()
+    return await run_items(BfclRun(config, out, endpoint, chosen, host), out, config.to_dict(), resume, on_progress)
 
 
-async def _run_locked(config, out, endpoint, resume, on_progress, chosen, host) -> dict[str, Any]:
-    results = out / "results.jsonl"
-    if resume:
-        compact(results, lambda s: s.get("status") == "ok")
-    (out / CONFIG.file).write_text(json.dumps(config.to_dict(), indent=2))
-    facts = {"sandbox": protections().to_dict()}
-    index = ResultsIndex(results)
-    index.refresh()
-    done = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
-    items = [(entry, sample) for entry in chosen for sample in range(config.k)]
-    todo = [(e, s) for e, s in items if result_id(e.id, s) not in done]
-    progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))
-    for rid in done:
-        progress.scored += 1
-        progress.reward_sum += index.entries[rid].summary.get("reward") or 0.0
-    if on_progress:
-        on_progress(progress, None)
-    shared = LLMPolicy(endpoint) if config.policy == "llm" else None
-    own_host = host is None
-    host = host or CheckerHost()
-    writer = ResultsWriter(results)
-    semaphore = asyncio.Semaphore(max(1, config.concurrency))
-    last_meta = 0.0
+class BfclRun(Adapter):
+    """The shared loop's adapter: one item per (entry, sample); scored as each finishes, by the checker host."""
 
-    async def one(entry: data.Entry, sample: int) -> None:
-        nonlocal last_meta
-        async with semaphore:
-            record = _record(entry, sample, config)
-            started = time.perf_counter()
-            policy = shared or GroundTruthPolicy(entry, config.mode)
-            try:
-                if entry.category.kind == "multi_turn":
-                    outcome = await multi_turn(entry, config.mode, policy, host, config.max_steps)
-                else:
-                    outcome = await single_turn(entry, config.mode, policy, host)
-                record.update(status="ok", error=None, error_kind=None, **outcome)
-            except PolicyError as exc:
-                record.update(status="error", error=str(exc), error_kind=exc.kind)
-            except CheckerError as exc:
-                record.update(status="error", error=str(exc), error_kind="checker_error", traceback=exc.traceback)
-            except Exception as exc:  # noqa: BLE001 - awm's own failure: recorded with its traceback, the run goes on
-                record.update(status="error", error=f"{type(exc).__name__}: {exc}", error_kind="internal_error",
-                              traceback=traceback.format_exc())
-            if record["status"] == "error":
-                record.update(label=None, reward=None, has_verdict=False, valid=None, stop_reason=None)
-            record["timing"] = {"total_s": time.perf_counter() - started}
-            await writer.awrite(record)
-            progress.done += 1
-            if record["status"] == "error":
-                progress.errors += 1
+    def __init__(self, config: BfclConfig, out: Path, endpoint: Endpoint | None, chosen: list[data.Entry],
+                 host: CheckerHost | None):
+        self.config, self.out, self.endpoint, self.chosen, self.host = config, out, endpoint, chosen, host
+        self.concurrency, self.own_host, self.shared = config.concurrency, host is None, None
+        self.facts = {"sandbox": protections().to_dict()}
+
+    def items(self) -> list[tuple[data.Entry, int]]:
+        return [(entry, sample) for entry in self.chosen for sample in range(self.config.k)]
+
+    def item_id(self, item: tuple[data.Entry, int]) -> str:
+        return result_id(item[0].id, item[1])
+
+    async def start(self) -> None:
+        self.shared = LLMPolicy(self.endpoint) if self.config.policy == "llm" else None
+        self.host = self.host or CheckerHost()
+
+    async def close(self) -> None:
+        if self.shared is not None:
+            await self.shared.aclose()
+        if self.own_host:
+            self.host.close()
+
+    async def run_one(self, item: tuple[data.Entry, int]) -> dict[str, Any]:
+        (entry, sample), config = item, self.config
+        record = _record(entry, sample, config)
+        started = time.perf_counter()
+        policy = self.shared or GroundTruthPolicy(entry, config.mode)
+        try:
+            if entry.category.kind == "multi_turn":
+                outcome = await multi_turn(entry, config.mode, policy, self.host, config.max_steps)
             else:
-                progress.scored += 1
-                progress.reward_sum += record["reward"]
-            if on_progress:
-                on_progress(progress, record)
-            if time.time() - last_meta > 5:
-                last_meta = time.time()
-                await asyncio.to_thread(write_metadata, out, config, {"running": True, **facts})
+                outcome = await single_turn(entry, config.mode, policy, self.host)
+            record.update(status="ok", error=None, error_kind=None, **outcome)
+        except PolicyError as exc:
+            record.update(status="error", error=str(exc), error_kind=exc.kind)
+        except CheckerError as exc:
+            record.update(status="error", error=str(exc), error_kind="checker_error", traceback=exc.traceback)
+        return _finished(record, time.perf_counter() - started)
 
-    try:
-        await asyncio.gather(*(one(e, s) for e, s in todo))
-    finally:
-        writer.close()
-        if shared is not None:
-            await shared.aclose()
-        if own_host:
-            host.close()
-        exported = export_results(out, index)
-        meta = write_metadata(out, config, {"running": False, "complete": progress.done == progress.total,
-                                            "elapsed_s": time.time() - progress.started,
-                                            "bfcl_result_dir": str(exported), **facts}, index)
-    return meta
+    def error_record(self, item: tuple[data.Entry, int], error: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+        return _finished({**_record(item[0], item[1], self.config), **error}, elapsed_s)
+
+    def metadata(self, progress: Progress, index: ResultsIndex, running: bool) -> dict[str, Any]:
+        if running:
+            return write_metadata(self.out, self.config, {"running": True, **self.facts})
+        exported = export_results(self.out, index)
+        return write_metadata(self.out, self.config, {"running": False, "complete": progress.done == progress.total,
+                                                      "elapsed_s": time.time() - progress.started,
+                                                      "bfcl_result_dir": str(exported), **self.facts}, index)
+
+
+def _finished(record: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+    if record["status"] == "error":
+        record.update(label=None, reward=None, has_verdict=False, valid=None, stop_reason=None)
+    record["timing"] = {"total_s": elapsed_s}
+    return record
