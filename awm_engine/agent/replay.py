@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from awm_engine.agent.meta_protocol import parse_meta_turn
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import EVENTS, TRAJECTORY
 from awm_engine.db.diff import DbDiff, diff_databases, snapshot
+from awm_engine.sandbox.owned import owned_dir
 
 
 @dataclass
@@ -122,7 +122,7 @@ class RunReplay:
         """Re-execute the run's tool calls; ``states[i]`` is the database after step i."""
         catalog = catalog or Catalog.load(self.data_dirs or None)
         scenario = catalog.get(self.scenario)
-        self.workdir = Path(tempfile.mkdtemp(prefix="awm_replay_"))
+        self.workdir = owned_dir("awm_replay_")
         shutil.copyfile(self.initial_db, self.workdir / "initial.db")
         shutil.copyfile(self.initial_db, self.workdir / "final.db")
         episode = await pool.open_episode(scenario, run_dir=self.workdir, attach=True)

@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from awm_engine.runtime.episode import (
 )
 from awm_engine.runtime.hosted import is_hosted
 from awm_engine.runtime.protocol import WorkerError
-from awm_engine.sandbox import host, limits, safe_fs
+from awm_engine.sandbox import host, limits, owned, safe_fs
 from awm_engine.sandbox.launcher import (
     Sandbox,
     SandboxPolicy,
@@ -460,7 +459,9 @@ class EnvPool:
         self.call_timeout = call_timeout
         self.schema_check = check_schema_check(schema_check)
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_pool_"))
+        # a directory of its own marked with this process's pid and start time: if the process is killed, the next
+        # pool start of any awm process removes it (``owned.sweep_dead_dirs``)
+        self.workdir = Path(workdir) if workdir else owned.owned_dir("awm_pool_")
         self.templates = templates or TemplateCache()
         self.log_path = Path(log_path) if log_path else None
         self.load_timeout = load_timeout or float(os.environ.get("AWM_LOAD_TIMEOUT") or LOAD_TIMEOUT)
@@ -490,7 +491,8 @@ class EnvPool:
     async def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         host.warn_once()
-        limits.sweep_stale_quota_mounts()
+        limits.sweep_stale_quota_mounts()  # first: a dead process's directories still have its workers' mounts
+        await asyncio.to_thread(owned.sweep_dead_dirs)
         for _ in range(self.n_spares):
             await self._new_worker()
 

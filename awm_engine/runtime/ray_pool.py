@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult
+from awm_engine.sandbox import owned
 
 
 def require_ray():
@@ -95,7 +96,6 @@ class PoolActor:
         await self.episodes[episode_id].reset()
 
     async def snapshot(self, episode_id: str) -> bytes:
-        import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
             return self.episodes[episode_id].snapshot(Path(tmp) / "snap.db").read_bytes()
@@ -212,7 +212,7 @@ class RayEnvPool:
         # episodes opened without a run directory keep their databases here (a private temporary directory,
         # removed at close, unless one is given) — never the current directory
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="awm_raypool_"))
+        self.workdir = Path(workdir) if workdir else owned.owned_dir("awm_raypool_")
         self.actors: list[Any] = []
         self.loads: list[int] = []
         self._started_ray = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -169,13 +170,24 @@ def mount_quota(path: Path, size_mb: int, uid: int, gid: int) -> bool:
     source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
     options = f"size={size_mb}m,mode=0711,uid={uid},gid={gid}".encode()  # 0711: bubblewrap (capabilities dropped) must enter it
     flags = 0x2 | 0x4 | 0x8  # MS_NOSUID | MS_NODEV | MS_NOEXEC
-    if _libc().mount(source, str(path).encode(), b"tmpfs", flags, options) != 0:
+    if _libc().mount(source, os.fsencode(path), b"tmpfs", flags, options) != 0:
         return False
     return True
 
 
 def unmount_quota(path: Path) -> None:
-    _libc().umount2(str(path).encode(), MNT_DETACH)
+    _libc().umount2(os.fsencode(path), MNT_DETACH)
+
+
+_OCTAL_ESCAPE = re.compile(rb"\\([0-7]{3})")
+
+
+def mountinfo_path(field: str) -> str:
+    """A path as ``/proc/self/mountinfo`` writes it, decoded: the kernel escapes space, tab, newline and backslash
+    (``\\040``, ``\\011``, ``\\012``, ``\\134``) as three octal digits; every such escape is undone, on the bytes (the
+    path's own bytes need not be UTF-8)."""
+    raw = os.fsencode(field)
+    return os.fsdecode(_OCTAL_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8) & 0xFF]), raw))
 
 
 def sweep_stale_quota_mounts() -> int:
@@ -184,7 +196,7 @@ def sweep_stale_quota_mounts() -> int:
         return 0
     swept = 0
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        lines = os.fsdecode(Path("/proc/self/mountinfo").read_bytes()).split("\n")
     except OSError:
         return 0
     for line in lines:
@@ -200,8 +212,7 @@ def sweep_stale_quota_mounts() -> int:
             continue
         if owner == os.getpid() or Path(f"/proc/{owner}").exists():
             continue
-        target = fields[0].split()[4].replace("\\040", " ")
-        unmount_quota(Path(target))
+        unmount_quota(Path(mountinfo_path(fields[0].split()[4])))
         swept += 1
     return swept
 

@@ -125,10 +125,11 @@ def data_file(text: str) -> str:
     import atexit
     import hashlib
     import shutil
-    import tempfile
 
     if _data_dir is None or not os.path.isdir(_data_dir):
-        _data_dir = tempfile.mkdtemp(prefix="awm_view_")
+        from awm_engine.sandbox.owned import owned_dir
+
+        _data_dir = str(owned_dir("awm_view_"))  # marked: if this process is killed, the next pool start removes it
         os.chmod(_data_dir, 0o755)
         atexit.register(shutil.rmtree, _data_dir, True)
     path = os.path.join(_data_dir, hashlib.sha256(text.encode()).hexdigest()[:16])
