@@ -4,7 +4,8 @@ May import: every other engine subpackage (nothing in the engine imports it).
 stdout carries data (tables or JSON); stderr carries narration.
 
 Exit codes: 0 success, 1 the operation ran and failed, 2 bad usage or unusable input, 3 env serve's port is busy, 4 untrusted code refused
-(the sandbox's namespace layer is unavailable and --unsafe-no-sandbox was not given).
+(the sandbox's namespace layer is unavailable and --unsafe-no-sandbox was not given), 130 interrupted (Ctrl-C), 143 stopped
+by SIGTERM (after the same clean-up as Ctrl-C; ``env serve`` exits 0, a SIGTERM being how a server is stopped).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from awm_engine.cli import (
     gen_cmd,
     train_cmd,
 )
-from awm_engine.cli.common import INPUT_ERRORS, CliError, stderr
+from awm_engine.cli.common import INPUT_ERRORS, CliError, Terminated, interrupted_code, stderr
 from awm_engine.sandbox.host import harden_parent
 from awm_engine.sandbox.launcher import SandboxUnavailable
 
@@ -63,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, *INPUT_ERRORS) as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return getattr(exc, "code", 2)
-    except KeyboardInterrupt:
-        stderr.print("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (``Terminated``) in a verb that runs ``run_async``
+        stderr.print("terminated" if isinstance(exc, Terminated) else "interrupted")
+        return interrupted_code(exc)
 
 
 if __name__ == "__main__":

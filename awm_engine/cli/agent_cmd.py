@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
-
 
 from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
@@ -18,6 +16,7 @@ from awm_engine.cli.common import (
     load_catalog,
     print_json,
     print_warning,
+    run_async,
     shown,
     stderr,
 )
@@ -143,7 +142,7 @@ async def _agent_run(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_run(args: argparse.Namespace) -> int:
-    return asyncio.run(_agent_run(args))
+    return run_async(_agent_run(args))
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -152,8 +151,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise CliError(f"{run_dir} has no trajectory.json")
     catalog = load_catalog(args, quiet=True) if args.data else None
     try:
-        report = asyncio.run(verify_run(run_dir, args.mode, catalog, _judge(args) if args.mode == "sql" else None,
-                                        timeout=args.timeout, profile=args.protocol))
+        report = run_async(verify_run(run_dir, args.mode, catalog, _judge(args) if args.mode == "sql" else None,
+                                      timeout=args.timeout, profile=args.protocol))
     except (ValueError, KeyError) as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -231,4 +230,4 @@ async def _replay(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    return asyncio.run(_replay(args))
+    return run_async(_replay(args))

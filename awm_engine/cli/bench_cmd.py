@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.bfcl import categories, scores, wheel
-from awm_engine.cli.common import CliError, echo, print_json, shown, stderr, stdout
+from awm_engine.cli.common import CliError, echo, interrupted_code, print_json, run_async, shown, stderr, stdout
 from awm_engine.cli.options import add_executor_args, executor_from_args
 
 BFCL_LOCAL_ONLY = ("BFCL has no environments in the worker pool: its entries are executed and checked by one "
@@ -171,13 +171,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                                            else "") + last)
 
         try:
-            meta = asyncio.run(run_bfcl(config, out, endpoint, resume=bool(args.resume), on_progress=on_progress))
+            meta = run_async(run_bfcl(config, out, endpoint, resume=bool(args.resume), on_progress=on_progress))
         except PolicyError as exc:
             raise CliError(str(exc)) from None
-        except KeyboardInterrupt:
-            stderr.print(f"interrupted: finished entries are in {out / 'results.jsonl'}; "
+        except KeyboardInterrupt as exc:
+            stderr.print(f"{exc or 'interrupted'}: finished entries are in {out / 'results.jsonl'}; "
                          f"continue with: awm bench bfcl run --resume {out}")
-            return 130
+            return interrupted_code(exc)
     print_report(meta)
     stderr.print(f"run directory: {out.resolve()}")
     if meta["totals"]["errors"]:

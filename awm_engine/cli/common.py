@@ -9,9 +9,13 @@ plain lines and ``print_json`` for JSON. Untrusted text inside rich markup still
 from __future__ import annotations
 
 import argparse
+import asyncio
+import inspect
 import json
+import signal
 import sys
-from typing import Any, Iterable
+import threading
+from typing import Any, Coroutine, Iterable
 
 from rich.console import Console
 from rich.markup import escape
@@ -70,6 +74,75 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.code = code
+
+
+TERMINATED = 143  # exit code of a verb stopped by SIGTERM (128 + 15), once its clean-up has run
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM stopped the verb (after its clean-up, as Ctrl-C does); ``code`` is its exit code. A KeyboardInterrupt,
+    so every verb that reports an interruption (where a run's finished part is, how to resume) reports this too."""
+
+    def __init__(self, code: int = TERMINATED):
+        super().__init__("terminated")
+        self.code = code
+
+
+def interrupted_code(exc: BaseException) -> int:
+    """The exit code of a verb stopped by ``exc``: 130 for Ctrl-C, 143 (or the verb's own code) for SIGTERM."""
+    return exc.code if isinstance(exc, Terminated) else 130
+
+
+_sigterm: dict[str, bool] | None = None  # the state of the running ``run_async``, if any
+
+
+def ignore_sigterm() -> None:
+    """From now on a SIGTERM does not stop the running ``run_async`` (its clean-up has started: interrupting it
+    would leave what it is removing behind)."""
+    if _sigterm is not None:
+        _sigterm["ignored"] = True
+
+
+def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED) -> Any:
+    """``asyncio.run(main)`` with SIGTERM handled as Ctrl-C is: the main task is cancelled, so every clean-up in it
+    runs (pools closed, sandboxes stopped, their directories and mounts removed), and then ``Terminated`` is raised
+    (exit ``sigterm_code``). SIGTERMs after the first, or after ``ignore_sigterm``, are ignored until the loop is
+    gone: they would only interrupt the clean-up (SIGKILL still stops the process; the next pool start sweeps what
+    it left)."""
+    global _sigterm
+    state: dict[str, Any] = {"terminated": False, "ignored": False, "task": None, "loop": None}
+
+    def on_sigterm(signum, frame) -> None:
+        if state["terminated"] or state["ignored"]:
+            return
+        state["terminated"] = True
+        if state["task"] is None:  # before the loop runs: nothing to clean up yet
+            raise Terminated(sigterm_code)
+        state["loop"].call_soon_threadsafe(state["task"].cancel)
+
+    async def wrapper() -> Any:
+        state["task"], state["loop"] = asyncio.current_task(), asyncio.get_running_loop()
+        try:
+            return await main
+        finally:
+            state["ignored"] = True  # asyncio.run's own shutdown (cancelling what is left) runs undisturbed
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+    _sigterm = state
+    try:
+        return asyncio.run(wrapper())
+    except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+        if state["terminated"] and not isinstance(exc, Terminated):
+            raise Terminated(sigterm_code) from None
+        raise
+    finally:
+        _sigterm = None
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if inspect.getcoroutinestate(main) == inspect.CORO_CREATED:  # stopped before it started
+            main.close()
 
 
 # engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run):

@@ -8,8 +8,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
-import threading
 import time
 from pathlib import Path
 
@@ -22,8 +20,10 @@ from awm_engine.cli.common import (
     add_data_arg,
     echo,
     get_scenario,
+    ignore_sigterm,
     load_catalog,
     print_json,
+    run_async,
     shown,
     stderr,
     stdout,
@@ -35,6 +35,7 @@ from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.openapi_tools import schema_problem_note
 from awm_engine.runtime.pool import EnvPool
+from awm_engine.sandbox.host import protections
 
 
 def register(verbs) -> None:
@@ -118,7 +119,6 @@ def templates_from_args(args: argparse.Namespace) -> TemplateCache:
 async def _serve(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
 
-    stopping = _stop_on_sigterm(asyncio.current_task())
     result_cap = result_cap_from_args(args)
     catalog = load_catalog(args, quiet=args.stdio)
     scenario = get_scenario(catalog, args.scenario)
@@ -155,7 +155,9 @@ async def _serve(args: argparse.Namespace) -> int:
                    "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
                    "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
                    "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
-                   "template": episode.template, "started": time.time()}
+                   "template": episode.template, "started": time.time(),
+                   # which protections held (and whether --unsafe-no-sandbox let it run without the namespace layer)
+                   "sandbox": protections().to_dict()}
         (out / "session.json").write_text(json.dumps(session, indent=2))
         server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl", result_cap=result_cap)
         stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
@@ -170,35 +172,12 @@ async def _serve(args: argparse.Namespace) -> int:
             pass
         await episode.close()
     finally:
-        stopping()  # a SIGTERM from now on would only interrupt the clean-up
+        ignore_sigterm()  # a SIGTERM from now on would only interrupt the clean-up
         await pool.close()  # the episode's databases are in the session directory now
         # the worker's directory (template copies, module databases) goes too: nothing is left but the session
         await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
     return 0
-
-
-def _stop_on_sigterm(task: asyncio.Task):
-    """SIGTERM stops ``task`` as Ctrl-C does (asyncio cancels the main task; uvicorn, while it serves, first shuts
-    down and then passes the signal on), so the clean-up after it runs: the episode's databases moved into the
-    session directory, the worker and its sandbox stopped and removed. Returns a function to call as the clean-up
-    starts: later SIGTERMs then leave it alone."""
-    state = {"stopping": False}
-
-    def stopping() -> None:
-        state["stopping"] = True
-
-    if threading.current_thread() is not threading.main_thread():
-        return stopping
-    loop = asyncio.get_running_loop()
-
-    def on_sigterm(signum, frame) -> None:
-        if not state["stopping"]:
-            state["stopping"] = True
-            loop.call_soon_threadsafe(task.cancel)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    return stopping
 
 
 PORT_BUSY = 3  # `awm env serve` exit code: the port is taken (nothing was started, no URL printed)
@@ -228,9 +207,13 @@ async def _watch_parent(task: asyncio.Task) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """SIGTERM stops the server as Ctrl-C does (``run_async``; uvicorn, while it serves, first shuts down and then
+    passes the signal on), so the clean-up runs: the episode's databases moved into the session directory, the worker
+    and its sandbox stopped and removed. Either one, while serving or still loading, exits 0."""
     try:
-        return asyncio.run(_serve(args))
+        return run_async(_serve(args), sigterm_code=0)
     except KeyboardInterrupt:
+        stderr.print("stopped before serving")
         return 0
 
 
@@ -288,7 +271,7 @@ async def _call(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    return asyncio.run(_call(args))
+    return run_async(_call(args))
 
 
 async def over_scenarios(args: argparse.Namespace, scenarios: list, what: str, check) -> list:
@@ -347,7 +330,7 @@ async def _test(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    return asyncio.run(_test(args))
+    return run_async(_test(args))
 
 
 async def _doctor(args: argparse.Namespace) -> int:
@@ -428,4 +411,4 @@ def _tau2_scenarios(args: argparse.Namespace) -> tuple[list[str], list]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    return asyncio.run(_doctor(args))
+    return run_async(_doctor(args))

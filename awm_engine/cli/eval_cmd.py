@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -10,7 +9,18 @@ from rich.table import Table as RichTable
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
-from awm_engine.cli.common import CliError, add_data_arg, echo, print_json, print_warning, shown, stderr, stdout
+from awm_engine.cli.common import (
+    CliError,
+    add_data_arg,
+    echo,
+    interrupted_code,
+    print_json,
+    print_warning,
+    run_async,
+    shown,
+    stderr,
+    stdout,
+)
 from awm_engine.cli.options import (
     add_agent_args,
     add_executor_args,
@@ -191,14 +201,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                        stats=f"mean reward {mean} · errors {p.errors}" + (f" · resumed {p.skipped}" if p.skipped else ""))
 
         try:
-            meta = asyncio.run(run_evaluation(config, out, endpoint, judge, resume=bool(args.resume),
-                                              on_progress=on_progress))
+            meta = run_async(run_evaluation(config, out, endpoint, judge, resume=bool(args.resume),
+                                            on_progress=on_progress))
         except PolicyError as exc:
             raise CliError(str(exc)) from None
-        except KeyboardInterrupt:
-            stderr.print(f"interrupted: finished rollouts are in {out / 'results.jsonl'}; "
+        except KeyboardInterrupt as exc:
+            stderr.print(f"{exc or 'interrupted'}: finished rollouts are in {out / 'results.jsonl'}; "
                          f"continue with: awm eval run --resume {out}")
-            return 130
+            return interrupted_code(exc)
     _print_report(meta)
     stderr.print(f"run directory: {out.resolve()}")
     errors = (meta.get("overall") or {}).get("errored") or 0

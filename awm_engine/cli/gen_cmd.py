@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 
 from rich.markup import escape
@@ -11,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
-from awm_engine.cli.common import CliError, print_json, print_warning, stderr, stdout
+from awm_engine.cli.common import CliError, print_json, print_warning, run_async, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args
 from awm_engine.gen.records import SCENARIO_STAGES, GenConfig
 from awm_engine.gen.stage_scenario import SeedError, read_seeds
@@ -178,7 +177,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
                   console=stderr, transient=True) as progress:
         bars = StageBars(progress, tuple(args.stages), args.new)
         try:
-            summary = asyncio.run(run_generation(
+            summary = run_async(run_generation(
                 Path(args.out), config, seeds=seeds, new_scenarios=args.new, include_seeds=args.include_seeds,
                 stages=tuple(args.stages), resume=args.resume, api_key=endpoint.api_key, on_event=bars,
                 only=args.scenario, doctor=not args.no_doctor, summarize=not args.no_summaries))

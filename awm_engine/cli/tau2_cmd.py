@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.tau2.data import DEFAULT_SPLIT, DOMAINS, Tau2Data
-from awm_engine.cli.common import CliError, echo, print_json, stderr, stdout
+from awm_engine.cli.common import CliError, echo, interrupted_code, print_json, run_async, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args, add_executor_args, executor_from_args, judge_from_args
 
 DATA_ENV = "AWM_TAU2_DATA"
@@ -232,13 +232,13 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
                        + (f" · resumed {p.skipped}" if p.skipped else ""))
 
         try:
-            meta = asyncio.run(run_tau2(config, out, agent, user, judge, resume=resume, on_progress=on_progress))
+            meta = run_async(run_tau2(config, out, agent, user, judge, resume=resume, on_progress=on_progress))
         except (PolicyError, RunRefused) as exc:
             raise CliError(str(exc)) from None
-        except KeyboardInterrupt:
-            stderr.print(f"interrupted: finished simulations are in {out / 'results.jsonl'}; "
+        except KeyboardInterrupt as exc:
+            stderr.print(f"{exc or 'interrupted'}: finished simulations are in {out / 'results.jsonl'}; "
                          f"continue with: {verb} --resume {out}")
-            return 130, None
+            return interrupted_code(exc), None
     return 0, meta
 
 
