@@ -93,6 +93,9 @@ CASES = [
     ("call_tool without a tool name", '<tool_call>{"name": "call_tool", "arguments": {"arguments": "{}"}}</tool_call>',
      ("observe", "Error: Tool '' not found"),
      ("observe", 'Error: call_tool needs {"tool_name": ..., "arguments": "{...}"}.')),
+    # issue 25: the reference calls tool_name.startswith(...) and crashes without a trajectory
+    ("call_tool tool_name null", call_tool(None), ("format_error",), ("observe", 'Error: call_tool needs {"tool_name": ..., "arguments": "{...}"}.')),
+    ("call_tool tool_name a number", call_tool(7), ("format_error",), ("observe", 'Error: call_tool needs {"tool_name": ..., "arguments": "{...}"}.')),
     ("name null", '<tool_call>{"name": null, "arguments": {}}</tool_call>', ("format_error",),
      ("observe", "Error: your <tool_call> has no function name.")),
     ("name not a string", '<tool_call>{"name": 7}</tool_call>', ("format_error",),

@@ -48,7 +48,8 @@ class Endpoint:
     def public(self) -> dict[str, Any]:
         """Everything but the key (safe to write into run directories)."""
         return {"name": self.name, "base_url": self.base_url, "model": self.model, "mode": self.mode,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+                "temperature": self.temperature, "max_tokens": self.max_tokens, "timeout": self.timeout,
+                "max_retries": self.max_retries}
 
 
 def config_path() -> Path:
@@ -73,10 +74,15 @@ def endpoint_names(config: dict[str, Any] | None = None) -> list[str]:
     return sorted((config.get("endpoints") or {}).keys())
 
 
+# the AWM reference agent's OpenAI client: 600 s per request, 2 retries (awm's own default: 120 s, 3)
+REFERENCE_CLIENT = {"timeout": 600.0, "max_retries": 2}
+
+
 def resolve_endpoint(name: str | None = None, base_url: str | None = None, model: str | None = None,
                      api_key: str | None = None, mode: str | None = None, config: dict[str, Any] | None = None,
-                     **overrides: Any) -> Endpoint:
-    """Flags win over the named endpoint, which wins over OPENAI_BASE_URL / OPENAI_API_KEY."""
+                     defaults: dict[str, Any] | None = None, **overrides: Any) -> Endpoint:
+    """Flags win over the named endpoint, which wins over ``defaults`` (e.g. ``REFERENCE_CLIENT``), which win over
+    Endpoint's own; the URL and key fall back to OPENAI_BASE_URL / OPENAI_API_KEY."""
     config = load_config() if config is None else config
     named: dict[str, Any] = {}
     if name:
@@ -94,9 +100,10 @@ def resolve_endpoint(name: str | None = None, base_url: str | None = None, model
     if not key and named.get("api_key_env"):
         key = os.environ.get(named["api_key_env"])
     key = key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-    fields = {k: named[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "max_connections",
-                                    "extra_body", "system_prompt_file")
-              if k in named}
+    fields = dict(defaults or {})
+    fields.update({k: named[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "max_connections",
+                                         "extra_body", "system_prompt_file")
+                   if k in named})
     fields.update({k: v for k, v in overrides.items() if v is not None})
     return Endpoint(base_url=url, model=chosen_model, api_key=key, name=name, mode=mode or named.get("mode", "meta"),
                     **fields)

@@ -258,14 +258,21 @@ def parse_reference_turn(content: str, id_base: int | None = None) -> ReferenceT
     return ReferenceTurn(calls)
 
 
+class ReferenceCrash(ValueError):
+    """Input on which the reference agent raises and ends without a trajectory."""
+
+
 def reference_call_tool_arguments(arguments: Any) -> tuple[str, dict[str, Any]]:
     """``call_tool``'s (tool_name, arguments) as the reference reads them: anything malformed becomes an
-    empty name or ``{}``; one leading ``mcp_tool_`` is removed from the name."""
+    empty name or ``{}``; one leading ``mcp_tool_`` is removed from the name; a ``tool_name`` that is not a
+    string (null, a number …) is ``ReferenceCrash``."""
     args = robust_json(arguments) if isinstance(arguments, str) else arguments
     if not isinstance(args, dict):
         return "", {}
     tool_name = args.get("tool_name", "")
-    tool_name = tool_name if isinstance(tool_name, str) else str(tool_name)
+    if not isinstance(tool_name, str):  # the reference calls tool_name.startswith(...) and crashes
+        raise ReferenceCrash(f"call_tool's tool_name is {json.dumps(tool_name, default=str)}, not a string "
+                             "(the reference agent crashes here)")
     if tool_name.startswith(REFERENCE_PREFIX):
         tool_name = tool_name[len(REFERENCE_PREFIX):]
     inner = args.get("arguments", {})

@@ -23,6 +23,7 @@ from awm_engine.agent.meta_protocol import (
     VLLM_EXTRA_BODY,
     FormatIssue,
     ParsedCall,
+    ReferenceCrash,
     observation_text,
     parse_meta_turn,
     parse_reference_turn,
@@ -284,11 +285,20 @@ class Rollout:
 
     async def _act(self, turn: AssistantTurn, deadline):
         """Events for one assistant turn, then (stop_reason, final_answer, error) if the rollout ends."""
-        assistant = turn.message()
+        # meta mode: the history keeps role and content only, as the reference agent's; tool calls the endpoint
+        # returned natively are recorded in the trajectory (native_tool_calls), never sent back (an OpenAI API
+        # rejects tool_calls without their tool results) nor shown to the judge
+        assistant = turn.message() if self.config.mode == "native" else {"role": "assistant", "content": turn.content}
         if self.config.mode == "native":
             calls, issues = self._parse_native(turn)
         elif self.reference_meta:
             reference = parse_reference_turn(turn.content)
+            first = reference.calls[0] if reference.calls else None  # the one call the reference executes
+            if reference.crash is None and first is not None and first.name == "call_tool":
+                try:
+                    reference_call_tool_arguments(first.arguments)
+                except ReferenceCrash as exc:
+                    reference.crash = str(exc)
             if reference.crash is not None:  # the reference agent would crash: a format error ends the episode
                 self._counts["format_errors"] += 1
                 yield FormatError(self.iteration, "invalid_name", reference.crash)
@@ -300,7 +310,7 @@ class Rollout:
                 yield ("format_error", "", reference.crash)
                 return
             calls, issues = reference.calls, []
-            for c in calls:
+            for c in calls[:1]:  # the reference executes the first call only (the others are dropped below)
                 if c.name == "call_tool":  # resolved as mcp-agent does: mcp_server_<op> goes to the server as <op>
                     name, c.tool_arguments = reference_call_tool_arguments(c.arguments)
                     target, c.rejection = reference_tool_target(name, self.tool_names)
@@ -312,7 +322,9 @@ class Rollout:
             self.messages.append(assistant)
             self.groups.append([assistant])
             self.trajectory.append({"iteration": self.iteration, "role": "assistant", "content": turn.content,
-                                    "tool_calls": [], "is_final": True})
+                                    "tool_calls": [], "is_final": True,
+                                    **({"native_tool_calls": [asdict(c) for c in turn.tool_calls]}
+                                       if turn.tool_calls else {})})
             yield ("final_answer", turn.content, None)
             return
         for issue in issues:

@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
-from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, read_system_prompt, resolve_endpoint
+from awm_engine.agent.endpoints import (
+    REFERENCE_CLIENT,
+    ConfigError,
+    Endpoint,
+    judge_endpoint,
+    read_system_prompt,
+    resolve_endpoint,
+)
 from awm_engine.agent.rollout import PROTOCOL_DEFAULT, PROTOCOLS, AgentConfig
 from awm_engine.cli.common import CliError
 from awm_engine.eval.batch import EXECUTORS
@@ -42,7 +49,9 @@ def add_agent_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--window", type=int, default=None, help="history window w (keep the last w turns)")
     group.add_argument("--temperature", type=float, default=None)
     group.add_argument("--max-tokens", type=int, default=None)
-    group.add_argument("--retries", type=int, default=None, help="endpoint retries per request (default 3)")
+    group.add_argument("--retries", type=int, default=None,
+                       help="endpoint retries per request (default 2 reference, as its client / 3 robust; the "
+                            "request timeout is 600 s reference / 120 s robust)")
     group.add_argument("--call-timeout", type=float, default=None,
                        help="per tool call, seconds (default 60 reference / 10 robust)")
     group.add_argument("--episode-timeout", type=float, default=None,
@@ -74,8 +83,10 @@ def result_cap_from_args(args: argparse.Namespace) -> int:
 
 
 def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
-    """The model endpoint the agent flags name (flags over a named endpoint over OPENAI_*); ``ConfigError``."""
-    return resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode,
+    """The model endpoint the agent flags name (flags over a named endpoint over OPENAI_*); ``ConfigError``. With
+    ``--protocol reference`` the client's timeout and retries default to the reference agent's (600 s, 2)."""
+    defaults = REFERENCE_CLIENT if getattr(args, "protocol", None) == "reference" else None
+    return resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode, defaults=defaults,
                             temperature=args.temperature, max_tokens=args.max_tokens, max_retries=args.retries)
 
 
