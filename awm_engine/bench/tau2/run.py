@@ -8,7 +8,8 @@ simulation, written as each finishes: the τ² messages, the termination reason,
 component), ``metadata.json`` (τ²'s metrics per domain, the paper's columns, awm's summaries; rewritten as the run
 goes), ``rollouts/<domain>/<task>_<trial>/`` (each simulation's ``trajectory.json``, ``events.jsonl``,
 ``simulation.json`` in τ²'s shape, ``reward.json``, and the episode's ``initial.db`` / ``final.db``). One writer at
-a time (``eval.batch.lock_run_dir``); ``resume`` drops errored and torn lines and runs only what is missing.
+a time; ``resume`` drops errored and torn lines and runs only what is missing (the loop is ``eval.runner``'s,
+``Tau2Run`` this benchmark's adapter).
 
 Each simulation: a pool episode of the domain opened at the task's initial state, the agent and the simulated user
 (``orchestrator``), then ``evaluation.evaluate_simulation``. Trial seeds follow τ²: ``random.seed(seed)``, one
@@ -24,7 +25,6 @@ import random
 import re
 import shutil
 import time
-import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -40,9 +40,10 @@ from awm_engine.bench.tau2.orchestrator import INFRASTRUCTURE_ERROR, Limits, Orc
 from awm_engine.bench.tau2.prompts import JUDGE_SYSTEM, agent_system_prompt, judge_user_prompt, user_system_prompt
 from awm_engine.bench.tau2.tasks import Task
 from awm_engine.data.run_formats import CONFIG, METADATA, TRAJECTORY, RunFormatError
-from awm_engine.eval.batch import EXECUTORS, Progress, lock_run_dir
+from awm_engine.eval.batch import EXECUTORS
 from awm_engine.eval.metrics import summarize
-from awm_engine.eval.results import ResultsIndex, ResultsWriter, resume_results, rollout_id
+from awm_engine.eval.results import ResultsIndex, rollout_id
+from awm_engine.eval.runner import Adapter, Progress, run_items
 from awm_engine.runtime.episode import EnvLoadError
 from awm_engine.runtime.pool import EnvPool
 from awm_engine.sandbox.host import protections
@@ -416,94 +417,83 @@ async def run_tau2(config: Tau2Config, out: Path | str, agent: Endpoint | None, 
         raise PolicyError("a τ²-bench run needs the agent's model endpoint", "config")
     config = replace(config, task_versions={d: (data.domain(d).version.name if data.domain(d).version else "unknown")
                                             for d in chosen})
-    out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out)
-    try:
-        return await _run_locked(config, out, data, chosen, agent, user or agent, judge, resume, on_progress,
-                                 policies, skipped)
-    finally:
-        lock.close()
+    run = Tau2Run(config, out, data, chosen, agent, user or agent, judge, policies, skipped)
+    return await run_items(run, out, config.to_dict(), resume, on_progress)
 
 
-async def _run_locked(config, out, data, chosen, agent, user, judge, resume, on_progress, policies, skipped=None):
-    results = out / "results.jsonl"
-    index, done = resume_results(results, resume)
-    (out / CONFIG.file).write_text(json.dumps(config.to_dict(), indent=2))
-    facts = {"sandbox": protections().to_dict(), "skipped_domains": dict(skipped or {})}
-    items = [(d, t, trial) for d, tasks in chosen.items() for trial in range(config.k) for t in tasks]
-    todo = [it for it in items if rollout_id(domain_key(it[0]), it[1].id, it[2]) not in done]
-    progress = Progress(total=len(items), done=len(items) - len(todo), skipped=len(items) - len(todo))
-    for rid in done:
-        summary = index.entries[rid].summary
-        if summary.get("has_verdict") and summary.get("reward") is not None:
-            progress.scored += 1
-            progress.reward_sum += summary["reward"]
-    if on_progress:
-        on_progress(progress, None)
-    seeds = trial_seeds(config.seed, config.k)
-    scenarios = {d: DomainScenario(data, d, config.split) for d in chosen}
-    owned = []
+class Tau2Run(Adapter):
+    """The shared loop's adapter: one item per (domain, task, trial), trial by trial."""
 
-    def llm(endpoint: Endpoint, seed: int) -> LLMPolicy:
-        policy = LLMPolicy(endpoint)
-        policy.request_extras = {"seed": seed}
-        owned.append(policy)
-        return policy
+    def __init__(self, config: Tau2Config, out: Path, data: Tau2Data, chosen: dict[str, list[Task]],
+                 agent: Endpoint | None, user: Endpoint | None, judge: Endpoint | None,
+                 policies: tuple[Callable[[int], Any], Callable[[int], Any]] | None, skipped: dict[str, str]):
+        self.config, self.out, self.data, self.chosen = config, out, data, chosen
+        self.agent, self.user, self.judge, self.policies = agent, user, judge, policies
+        self.concurrency = config.concurrency
+        self.facts = {"sandbox": protections().to_dict(), "skipped_domains": dict(skipped or {})}
+        self.owned: list[Any] = []
 
-    if policies is not None:
-        agents = {t: policies[0](t) for t in range(config.k)}
-        users = {t: policies[1](t) for t in range(config.k)}
-    else:
-        agents = {t: llm(agent, seeds[t]) for t in range(config.k)}
-        users = {t: llm(user, seeds[t]) for t in range(config.k)}
-    nl_judge = make_nl_judge(judge) if judge is not None else None
-    if nl_judge is not None:
-        owned.append(nl_judge.policy)
-    writer = ResultsWriter(results)
-    semaphore = asyncio.Semaphore(max(1, config.concurrency))
-    last_meta = 0.0
-    pool = make_pool(config)
-    await pool.start()
+    def items(self) -> list[tuple[str, Task, int]]:
+        return [(d, t, trial) for d, tasks in self.chosen.items() for trial in range(self.config.k) for t in tasks]
 
-    async def one(domain: str, task: Task, trial: int) -> None:
-        nonlocal last_meta
-        async with semaphore:
-            record = simulation_record(domain, task, trial, config)
-            run_dir = out / "rollouts" / domain / task_dir_name(task.id, trial)
-            shutil.rmtree(run_dir, ignore_errors=True)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            record.update(run_dir=str(run_dir), initial_db=str(run_dir / "initial.db"),
-                          final_db=str(run_dir / "final.db"))
-            started = time.perf_counter()
-            try:
-                sim, reward, failure = await run_simulation(scenarios[domain], task, trial, seeds[trial], pool,
-                                                            agents[trial], users[trial], config, run_dir, nl_judge)
-                record.update(outcome_fields(sim, reward, failure))
-            except Exception as exc:  # noqa: BLE001 - awm's own failure: recorded with its traceback, the run goes on
-                record.update(status="error", error=f"{type(exc).__name__}: {exc}", error_kind="internal_error",
-                              label=None, reward=None, has_verdict=False, stop_reason=None,
-                              traceback=traceback.format_exc())
-            record["timing"] = {"total_s": time.perf_counter() - started}
-            await writer.awrite(record)
-            progress.done += 1
-            if record["status"] == "error":
-                progress.errors += 1
-            elif record.get("has_verdict") and record.get("reward") is not None:
-                progress.scored += 1
-                progress.reward_sum += record["reward"]
-            if on_progress:
-                on_progress(progress, record)
-            if time.time() - last_meta > 5:
-                last_meta = time.time()
-                await asyncio.to_thread(write_metadata, out, config, {"running": True, **facts}, index)
+    def item_id(self, item: tuple[str, Task, int]) -> str:
+        return rollout_id(domain_key(item[0]), item[1].id, item[2])
 
-    try:
-        await asyncio.gather(*(one(*item) for item in todo))
-    finally:
-        writer.close()
-        for policy in owned:
+    async def start(self) -> None:
+        config = self.config
+        self.seeds = trial_seeds(config.seed, config.k)
+        self.scenarios = {d: DomainScenario(self.data, d, config.split) for d in self.chosen}
+
+        def llm(endpoint: Endpoint, seed: int) -> LLMPolicy:
+            policy = LLMPolicy(endpoint)
+            policy.request_extras = {"seed": seed}
+            self.owned.append(policy)
+            return policy
+
+        if self.policies is not None:
+            self.agents = {t: self.policies[0](t) for t in range(config.k)}
+            self.users = {t: self.policies[1](t) for t in range(config.k)}
+        else:
+            self.agents = {t: llm(self.agent, self.seeds[t]) for t in range(config.k)}
+            self.users = {t: llm(self.user, self.seeds[t]) for t in range(config.k)}
+        self.nl_judge = make_nl_judge(self.judge) if self.judge is not None else None
+        if self.nl_judge is not None:
+            self.owned.append(self.nl_judge.policy)
+        self.pool = make_pool(config)
+        await self.pool.start()
+
+    async def close(self) -> None:
+        for policy in self.owned:
             await policy.aclose()
-        await pool.close()
-        meta = write_metadata(out, config, {"running": False, "complete": progress.done == progress.total,
-                                            "elapsed_s": time.time() - progress.started, **facts}, index)
-    return meta
+        await self.pool.close()
+
+    def _record(self, domain: str, task: Task, trial: int) -> tuple[dict[str, Any], Path]:
+        record = simulation_record(domain, task, trial, self.config)
+        run_dir = self.out / "rollouts" / domain / task_dir_name(task.id, trial)
+        record.update(run_dir=str(run_dir), initial_db=str(run_dir / "initial.db"), final_db=str(run_dir / "final.db"))
+        return record, run_dir
+
+    async def run_one(self, item: tuple[str, Task, int]) -> dict[str, Any]:
+        domain, task, trial = item
+        record, run_dir = self._record(domain, task, trial)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        sim, reward, failure = await run_simulation(self.scenarios[domain], task, trial, self.seeds[trial], self.pool,
+                                                    self.agents[trial], self.users[trial], self.config, run_dir,
+                                                    self.nl_judge)
+        record.update(outcome_fields(sim, reward, failure))
+        record["timing"] = {"total_s": time.perf_counter() - started}
+        return record
+
+    def error_record(self, item: tuple[str, Task, int], error: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+        record, _ = self._record(*item)
+        record.update(status="error", error=error["error"], error_kind=error["error_kind"], label=None, reward=None,
+                      has_verdict=False, stop_reason=None, traceback=error["traceback"])
+        record["timing"] = {"total_s": elapsed_s}
+        return record
+
+    def metadata(self, progress: Progress, index: ResultsIndex, running: bool) -> dict[str, Any]:
+        extra = {"running": True} if running else {"running": False, "complete": progress.done == progress.total,
+                                                   "elapsed_s": time.time() - progress.started}
+        return write_metadata(self.out, self.config, {**extra, **self.facts}, index)
