@@ -239,7 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         job = bar.add_task(f"MCP-Universe {config.mode}", total=len(chosen), stats="")
 
         def on_progress(p, record) -> None:
-            bar.update(job, completed=p.done + p.skipped,
+            bar.update(job, completed=p.done,
                        stats=f"passed {p.passed}/{p.scored} · needs a service {p.needs} · errors {p.errors}"
                              + (f" · {record['id']}" if record else ""))
 

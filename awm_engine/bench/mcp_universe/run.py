@@ -3,9 +3,9 @@
 The run directory has the formats of ``awm eval run`` (``awm_engine.data.run_formats``): ``config.json``
 (``McpuConfig``, ``"benchmark": "mcp-universe"``), ``results.jsonl`` (one fsync'd line per task, via
 ``eval.results.ResultsWriter``), ``metadata.json`` (success rates, rewritten as the run goes), one writer at a
-time (``eval.batch.lock_run_dir``), resume (errored and torn lines dropped, only what is missing is run), and
-one rollout directory per task under ``rollouts/<folder>/<task>/`` (``events.jsonl``, ``trajectory.json``, the
-servers' logs).
+time, resume (errored and torn lines dropped, only what is missing is run; the loop is ``eval.runner``'s,
+``McpuRun`` this benchmark's adapter), and one rollout directory per task under ``rollouts/<folder>/<task>/``
+(``events.jsonl``, ``trajectory.json``, the servers' logs).
 
 Two agent modes, both through ``agent.rollout.Rollout`` over a ``McpServersEpisode``:
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -35,9 +34,9 @@ from awm_engine.bench.mcp_universe import official, scores, tasks
 from awm_engine.bench.mcp_universe.episode import McpServersEpisode
 from awm_engine.bench.mcp_universe.servers import ServerDef
 from awm_engine.data.run_formats import CONFIG, METADATA, RunFormatError
-from awm_engine.eval.batch import Progress as EvalProgress
-from awm_engine.eval.batch import lock_run_dir
-from awm_engine.eval.results import ResultsIndex, ResultsWriter, compact, read_records
+from awm_engine.eval.results import ResultsIndex, ResultsWriter, read_records
+from awm_engine.eval.runner import Adapter, internal_error, locked, run_items
+from awm_engine.eval.runner import Progress as EvalProgress
 from awm_engine.runtime.episode import EnvLoadError
 from awm_engine.sandbox.host import protections
 
@@ -260,7 +259,8 @@ def current_metadata(run_dir: Path | str) -> dict[str, Any]:
 
 @dataclass
 class Progress(EvalProgress):
-    """``awm eval run``'s progress, plus tasks passed and tasks whose evaluators need a service."""
+    """``awm eval run``'s progress, plus tasks passed and tasks whose evaluators need a service (``errors``,
+    ``scored``, ``passed`` and ``needs`` count this run's tasks, not those a resumed run kept)."""
 
     passed: int = 0
     needs: int = 0
@@ -312,8 +312,7 @@ async def run_task(task: tasks.Task, config: McpuConfig, servers: dict[str, Serv
     except PolicyError as exc:
         return {**record, "status": "error", "error_kind": "llm_error", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - one task's failure must not end the run
-        return {**record, "status": "error", "error_kind": "internal_error",
-                "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        return {**record, **internal_error(exc)}
     finally:
         if episode is not None:
             await episode.close()
@@ -340,47 +339,49 @@ async def run_mcpu(config: McpuConfig, out: Path | str, endpoint: Endpoint, serv
     if not chosen:
         raise ValueError("no tasks selected" + (f" ({len(problems)} could not be read: {problems[0]})"
                                                 if problems else ""))
-    out.mkdir(parents=True, exist_ok=True)
-    lock = lock_run_dir(out)
-    try:
-        results = out / "results.jsonl"
-        if resume:
-            compact(results, lambda s: s.get("status") == "ok")
-        (out / CONFIG.file).write_text(json.dumps(config.to_dict(), indent=2))
-        index = ResultsIndex(results)
-        index.refresh()
-        done = {rid for rid, e in index.entries.items() if e.summary.get("status") == "ok"}
-        todo = [t for t in chosen if t.id not in done]
-        progress = Progress(total=len(chosen), skipped=len(chosen) - len(todo))
-        facts = {"sandbox": protections().to_dict(), "expected": len(chosen), "task_problems": problems,
-                 "evaluator": evaluator_facts(services)}
-        write_metadata(out, config, {**facts, "running": True})
-        writer = ResultsWriter(results)
-        semaphore = asyncio.Semaphore(max(1, config.concurrency))
+    run = McpuRun(config, out, endpoint, servers, services, chosen, problems)
+    return await run_items(run, out, config.to_dict(), resume, on_progress)
 
-        async def one(task: tasks.Task) -> None:
-            async with semaphore:
-                record = await run_task(task, config, servers, endpoint, out, services)
-            await writer.awrite(record)
-            progress.done += 1
-            if record["status"] == "error":
-                progress.errors += 1
-            elif record["label"] == "needs":
-                progress.needs += 1
-            else:
-                progress.scored += 1
-                progress.passed += record["label"] == "pass"
-            write_metadata(out, config, {**facts, "running": True})
-            if on_progress:
-                on_progress(progress, record)
 
-        try:
-            await asyncio.gather(*(one(t) for t in todo))
-        finally:
-            writer.close()
-        return write_metadata(out, config, {**facts, "running": False})
-    finally:
-        lock.close()
+class McpuRun(Adapter):
+    """The shared loop's adapter: one item per task; the metadata rewritten after every task."""
+
+    metadata_every = 0
+    metadata_at_start = True
+    progress_type = Progress
+
+    def __init__(self, config: McpuConfig, out: Path, endpoint: Endpoint, servers: dict[str, ServerDef],
+                 services: official.Services | None, chosen: list[tasks.Task], problems: list[str]):
+        self.config, self.out, self.endpoint, self.servers, self.services = config, out, endpoint, servers, services
+        self.chosen, self.concurrency = chosen, config.concurrency
+        self.facts = {"sandbox": protections().to_dict(), "expected": len(chosen), "task_problems": problems,
+                      "evaluator": evaluator_facts(services)}
+
+    def items(self) -> list[tasks.Task]:
+        return self.chosen
+
+    def item_id(self, item: tasks.Task) -> str:
+        return item.id
+
+    async def run_one(self, item: tasks.Task) -> dict[str, Any]:
+        return await run_task(item, self.config, self.servers, self.endpoint, self.out, self.services)
+
+    def error_record(self, item: tasks.Task, error: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+        return {**_base_record(item), **error}
+
+    def tally(self, progress: Progress, record: dict[str, Any], resumed: bool) -> None:
+        if resumed:  # the counts are of this run's tasks
+            return
+        if record["status"] == "error":
+            progress.errors += 1
+        elif record.get("label") == "needs":
+            progress.needs += 1
+        else:
+            progress.scored += 1
+            progress.passed += record.get("label") == "pass"
+
+    def metadata(self, progress: Progress, index: ResultsIndex, running: bool) -> dict[str, Any]:
+        return write_metadata(self.out, self.config, {**self.facts, "running": running})
 
 
 def rescore(run_dir: Path | str, services: official.Services | None = None) -> dict[str, Any]:
@@ -389,8 +390,7 @@ def rescore(run_dir: Path | str, services: official.Services | None = None) -> d
     run_dir = Path(run_dir).resolve()
     config = McpuConfig.load(run_dir)
     index = tasks.task_index(config.mcp_universe, problems=[])  # a task that no longer loads keeps its verdict
-    lock = lock_run_dir(run_dir)
-    try:
+    with locked(run_dir):
         records = read_records(run_dir / "results.jsonl")
         tmp = run_dir / "results.jsonl.rescore"
         tmp.unlink(missing_ok=True)
@@ -404,8 +404,6 @@ def rescore(run_dir: Path | str, services: official.Services | None = None) -> d
         tmp.replace(run_dir / "results.jsonl")
         return write_metadata(run_dir, config, {"rescored": time.strftime("%Y-%m-%dT%H:%M:%S"),
                                                 "evaluator": evaluator_facts(services)})
-    finally:
-        lock.close()
 
 
 def score_answers(root: Path | str, answers: dict[str, str], services: official.Services | None = None
