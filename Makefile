@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 BFCL   := $(VENV)/.bfcl-installed
 MCPU   := $(VENV)/.mcpu-installed
 
-.PHONY: setup system bfcl mcpu tui test bench screenshots clean constraints
+.PHONY: setup system bfcl mcpu inspector tui test bench screenshots clean constraints
 
 # the sandbox's system packages: bubblewrap (namespaces and the filesystem view) and libseccomp (the system-call
 # filter). Installed when this runs as root on a Debian-like system; otherwise what is missing is said, and
@@ -56,10 +56,18 @@ $(MCPU): $(STAMP) pyproject.toml constraints.txt
 
 mcpu: $(MCPU)
 
+# the official MCP Inspector CLI (npm, pinned in tools/inspector/package-lock.json) for tests/test_mcp_inspector.py;
+# without npm the test skips with the reason
+inspector:
+	@if command -v npm >/dev/null 2>&1; then \
+	   cd tools/inspector && { [ -x node_modules/.bin/mcp-inspector ] || npm ci --silent --no-audit --no-fund >/dev/null 2>&1 \
+	     || echo "awm: could not install the MCP Inspector (npm ci in tools/inspector failed); its test skips"; }; \
+	 else echo "awm: npm not found: the MCP Inspector check (tests/test_mcp_inspector.py) skips"; fi
+
 tui: system $(STAMP)
 	$(BIN)/awm-tui
 
-test: system $(STAMP) $(BFCL) $(MCPU)
+test: system $(STAMP) $(BFCL) $(MCPU) inspector
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
