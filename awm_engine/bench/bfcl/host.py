@@ -9,16 +9,17 @@ decodes, executes or checks anything. The pool lives as long as the host: one sc
 **No model's code ever runs in a worker**, so that no answer can change the worker that scores the next ones
 (monkeypatch a checker, write forged answers on its channel). bfcl-eval ``eval()``s the model's text in two
 places: its prompt-mode decoder (``resolve_ast_by_type``: arithmetic and lambdas in arguments) and the
-multi-turn executor (every call string). A worker serves in place only the requests that just parse
-(``score``: AST and relevance checking, ``ping``), with ``eval``/``exec`` in every bfcl-eval module replaced by
-a tripwire: a request that reaches it is thrown away and served like the others — execute, check, states — in
-a **child forked for it alone** (``_isolated``, ~1 ms from the warm worker). Before touching the request the
-child closes every descriptor it inherited except a fresh result pipe (stdio is a fresh ``/dev/null``), puts
-itself in a process group of its own, and enters a Landlock domain of its own with no writable path and
-signals and abstract unix sockets scoped to it (it can signal, and connect to, only itself and what it starts).
-The worker reads at most ``MAX_ANSWER`` bytes from the pipe until the child exits or the request's time is up,
-kills the child's group, and passes on only one JSON object (one line) as the answer to that request —
-anything else is that request's error. The host and every worker are not dumpable (``PR_SET_DUMPABLE`` 0), so
+multi-turn executor (every call string). In the workers ``eval``/``exec`` of every bfcl-eval module are a
+tripwire, except the executor's eval, which makes a call only when the string is a public method of one of the
+wheel's backend instances with literal arguments (what honest answers are: the wheel's code on plain data,
+exactly as eval would make it) and trips the wire otherwise. A request that trips it is thrown away (the
+worker's backends are reset) and served again in a **child forked for it alone** (``_isolated``) with the real
+eval. Before touching the request the child closes every descriptor it inherited except a fresh result pipe
+(stdio is a fresh ``/dev/null``), puts itself in a process group of its own, and enters a Landlock domain of
+its own with no writable path and signals and abstract unix sockets scoped to it (it can signal, and connect
+to, only itself and what it starts). The worker reads at most ``MAX_ANSWER`` bytes from the pipe until the
+child exits or the request's time is up, kills the child's group, and passes on only one JSON object (one
+line) as the answer to that request — anything else is that request's error. The host and every worker are not dumpable (``PR_SET_DUMPABLE`` 0), so
 no process of the sandbox can open their ``/proc/<pid>/fd``, ``/proc/<pid>/mem`` (ptrace and
 ``process_vm_*`` are denied by the system-call filter anyway), nor a child's, which inherits it. A worker that
 outlives a request's timeout is killed with its process group, one that dies fails its request (retried once,
@@ -35,8 +36,10 @@ JSON as it is to a worker (``<timeout> <json>``), and the worker's answers in or
 """
 from __future__ import annotations
 
+import ast
 import ctypes
 import gc
+import inspect
 import json
 import os
 import select
@@ -52,10 +55,10 @@ from awm_engine.bench.bfcl import checker
 from awm_engine.sandbox import landlock
 
 PIPELINE = 4  # requests queued at a worker at once
-IN_PLACE = frozenset({"score", "ping"})  # kinds a worker serves itself (unless they reach an eval)
 MAX_ANSWER = 64 << 20  # the longest answer a child may give
 PR_SET_DUMPABLE = 4
 _GUARDED: list[tuple[dict[str, Any], str]] = []  # (module namespace, name) where the tripwire stands
+_BACKENDS: set[type] = set()  # the wheel's multi-turn backend classes
 
 
 class _Executes(BaseException):
@@ -71,19 +74,70 @@ def _tripwire(*args: Any, **kwargs: Any) -> Any:
     raise _Executes("this request executes the model's text: it runs in a child of its own")
 
 
+def _literal(node: ast.AST) -> bool:
+    """A literal ``ast.literal_eval`` reads as ``eval`` would (no operators but a sign, no unpacking)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(not isinstance(e, ast.Starred) and _literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) for k in node.keys) and all(_literal(v) for v in node.values)
+    return False
+
+
+def _backend_call(*args: Any, **kwargs: Any) -> Any:
+    """``eval`` of the multi-turn executor in a worker: a call string that is a public method of a backend
+    instance with literal arguments (``instance.cd(folder='x')``, what an honest answer is) is made here, as
+    eval would make it — only the wheel's backend code runs, on plain data. Anything else trips the wire."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], str):
+        _tripwire()
+    try:
+        node = ast.parse(args[0].strip(), mode="eval").body
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and not node.func.attr.startswith("_")
+                and all(not isinstance(a, ast.Starred) and _literal(a) for a in node.args)
+                and all(k.arg is not None and _literal(k.value) for k in node.keywords)):
+            _tripwire()
+        positional = [ast.literal_eval(a) for a in node.args]
+        keywords = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        _tripwire()
+    frame = sys._getframe(1)  # eval's default namespaces: the caller's locals, then its globals
+    name = node.func.value.id
+    scope = frame.f_locals if name in frame.f_locals else frame.f_globals
+    instance = scope.get(name)
+    function = getattr(type(instance), node.func.attr, None)
+    if type(instance) not in _BACKENDS or not inspect.isfunction(function) \
+            or not function.__module__.startswith("bfcl_eval."):
+        _tripwire()
+    method = getattr(instance, node.func.attr)
+    if getattr(method, "__func__", None) is not function or getattr(method, "__self__", None) is not instance:
+        _tripwire()  # an instance attribute standing for the method
+    del frame, scope
+    return method(*positional, **keywords)
+
+
 def _guard() -> None:
     """``eval`` and ``exec`` in every bfcl-eval module (as module globals, found before the builtins) become the
-    tripwire, in the host before it forks the workers. Checked: the two modules that eval() model text."""
+    tripwire — the multi-turn executor's eval ``_backend_call`` — in the host, before it forks the workers.
+    Checked: the two modules that eval() model text are guarded."""
+    config = sys.modules["bfcl_eval.constants.executable_backend_config"]
+    for class_name, module in config.CLASS_FILE_PATH_MAPPING.items():
+        if module in sys.modules and isinstance(getattr(sys.modules[module], class_name, None), type):
+            _BACKENDS.add(getattr(sys.modules[module], class_name))
+    executor = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "bfcl_eval" or name.startswith("bfcl_eval.")):
             continue
         namespace = vars(module)
         for builtin in ("eval", "exec"):
             if builtin not in namespace:
-                namespace[builtin] = _tripwire
+                namespace[builtin] = _backend_call if (name, builtin) == (executor, "eval") else _tripwire
                 _GUARDED.append((namespace, builtin))
     guarded = {id(namespace) for namespace, _ in _GUARDED}
-    for module in ("bfcl_eval.model_handler.utils", "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"):
+    for module in ("bfcl_eval.model_handler.utils", executor):
         if id(vars(sys.modules[module])) not in guarded:
             raise RuntimeError(f"could not guard the eval() of {module}")
     checker._PRISTINE.update(("eval", "exec"))  # reset() keeps them
@@ -131,7 +185,7 @@ def _failure(message: str) -> bytes:
 
 
 def _answer(line: bytes) -> bytes:
-    """One request (``<timeout> <json>``), answered in place when it only parses, else in a child of its own."""
+    """One request (``<timeout> <json>``), answered in place unless it reaches the tripwire: then in a child."""
     header, _, payload = line.partition(b" ")
     try:
         timeout, request = float(header), json.loads(payload)
@@ -139,8 +193,6 @@ def _answer(line: bytes) -> bytes:
             raise ValueError("a request is a JSON object")
     except ValueError as exc:
         return _failure(f"malformed request: {exc}")
-    if request.get("kind") not in IN_PLACE:
-        return _isolated(request, timeout)
     _TRIPPED[0] = False
     answer = _compute(request)
     return _isolated(request, timeout) if _TRIPPED[0] else answer
