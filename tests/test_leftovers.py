@@ -214,3 +214,42 @@ def test_a_servers_session_records_the_sandbox_it_ran_in(tmp_path, unsafe):
     sandbox = json.loads((out / "session.json").read_text())["sandbox"]
     assert sandbox["unsafe_no_sandbox"] is unsafe
     assert sandbox["namespaces"] is (not unsafe)
+
+
+def test_a_replay_that_fails_or_is_cancelled_removes_its_states(tmp_path, monkeypatch):
+    import asyncio
+    import tempfile
+
+    from awm_engine.agent.replay import RunReplay
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.eval.episode import make_policy, run_episode
+
+    catalog = Catalog.load()
+    s = catalog.get(SCENARIO)
+    asyncio.run(run_episode(catalog, s, 3, make_policy("oracle", s, 3), run_dir=tmp_path / "run"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+    class Refusing:
+        async def open_episode(self, *args, **kwargs):
+            raise RuntimeError("no episode")
+
+    class Hanging:
+        async def open_episode(self, *args, **kwargs):
+            await asyncio.Event().wait()
+
+    run = RunReplay(tmp_path / "run")
+    with pytest.raises(RuntimeError):
+        asyncio.run(run.materialize(Refusing(), catalog))
+    assert run.workdir is None and list((tmp_path / "tmp").iterdir()) == []
+
+    async def cancelled():
+        task = asyncio.ensure_future(run.materialize(Hanging(), catalog))
+        while run.workdir is None:  # until it made its directory
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert run.workdir is None and list((tmp_path / "tmp").iterdir()) == []

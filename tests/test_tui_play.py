@@ -152,6 +152,9 @@ async def test_replay_steps_forwards_and_backwards(tmp_path):
         assert screen.current == write - 1
         await pilot.press("v")
         assert screen.query_one("#replay-tabs").active == "verdict-tab"
+        states = screen.run.workdir
+        assert states is not None and states.is_dir()
+    assert not states.exists()  # the app quit with the replay open: its re-executed states went with the screen
 
 
 def test_replay_cli(tmp_path, capsys):

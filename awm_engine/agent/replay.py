@@ -119,23 +119,31 @@ class RunReplay:
         return json.loads(path.read_text()) if path.is_file() else None
 
     async def materialize(self, pool, catalog: Catalog | None = None) -> list[Path]:
-        """Re-execute the run's tool calls; ``states[i]`` is the database after step i."""
+        """Re-execute the run's tool calls; ``states[i]`` is the database after step i. The states live in a
+        private directory until ``cleanup``; when re-execution fails or is cancelled, it is removed at once."""
         catalog = catalog or Catalog.load(self.data_dirs or None)
         scenario = catalog.get(self.scenario)
-        self.workdir = owned_dir("awm_replay_")
-        shutil.copyfile(self.initial_db, self.workdir / "initial.db")
-        shutil.copyfile(self.initial_db, self.workdir / "final.db")
-        episode = await pool.open_episode(scenario, run_dir=self.workdir, attach=True)
-        states: list[Path] = []
-        current = self.workdir / "initial.db"
+        self.cleanup()  # a previous materialization's
+        workdir = self.workdir = owned_dir("awm_replay_")
         try:
-            for step in self.steps:
-                if step.changes_db:
-                    await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
-                    current = snapshot(episode.final_db, self.workdir / f"state_{step.index:03d}.db")
-                states.append(current)
-        finally:
-            await episode.close()
+            shutil.copyfile(self.initial_db, workdir / "initial.db")
+            shutil.copyfile(self.initial_db, workdir / "final.db")
+            episode = await pool.open_episode(scenario, run_dir=workdir, attach=True)
+            states: list[Path] = []
+            current = workdir / "initial.db"
+            try:
+                for step in self.steps:
+                    if step.changes_db:
+                        await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
+                        current = snapshot(episode.final_db, workdir / f"state_{step.index:03d}.db")
+                    states.append(current)
+            finally:
+                await episode.close()  # its databases are moved into workdir (made again if it was removed)
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            if self.workdir == workdir:
+                self.workdir = None
+            raise
         self.states = states
         return states
 
@@ -152,5 +160,8 @@ class RunReplay:
         return diff_databases(self.final_db, self.states[-1]).is_empty
 
     def cleanup(self) -> None:
+        """Remove the re-executed states (the run's own files are not touched); ``states`` is empty after."""
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        self.states = []

@@ -205,12 +205,13 @@ async def _replay(args: argparse.Namespace) -> int:
             raise CliError(f"the run has steps 0..{len(run.steps) - 1}")
         tau2 = None if args.data else run_tau2_data(args.run_dir)  # a τ²-bench rollout: replayed on its domain
         catalog = load_catalog(args, quiet=True) if args.data else DomainCatalog(tau2) if tau2 else None
-        async with EnvPool(workers=1) as pool:
-            await run.materialize(pool, catalog)
-        diff = run.diff_at(args.step)
-        data["diff"] = diff.to_dict()
-        data["final_matches"] = run.final_matches()
-        run.cleanup()
+        try:
+            async with EnvPool(workers=1) as pool:
+                await run.materialize(pool, catalog)
+            data["diff"] = run.diff_at(args.step).to_dict()
+            data["final_matches"] = run.final_matches()
+        finally:
+            run.cleanup()
     if args.json:
         print_json(data)
         return 0

@@ -144,6 +144,10 @@ class ReplayScreen(Screen):
         tabs = self.query_one(TabbedContent)
         tabs.active = "verdict-tab" if tabs.active != "verdict-tab" else "steps-tab"
 
-    def action_back(self) -> None:
+    def on_unmount(self) -> None:
+        """However the screen goes (back, or the app quits), the re-executed states go with it; a rebuild still
+        running is cancelled with the screen and removes its own directory."""
         self.run.cleanup()
+
+    def action_back(self) -> None:
         self.app.pop_screen()
