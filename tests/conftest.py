@@ -12,6 +12,29 @@ AWM_REAL = SHARED / "data" / "awm-real"
 SAMPLE_ENVS = ROOT / "sample_envs"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_left_in_the_temporary_directory():
+    """The run fails loudly if the test process, or an awm process it started that has exited, left one of awm's
+    marked directories (pool, replay, ray pool; a view only from an exited child: this process's own goes at its
+    exit) in the temporary directory. The markers name the owning process and its parent, so what other processes
+    sharing the directory (another test run) leave is not counted."""
+    yield
+    import tempfile
+
+    from awm_engine.sandbox import owned
+
+    me, left = str(os.getpid()), []
+    for path in sorted(Path(tempfile.gettempdir()).glob("awm_*")):
+        owner = owned.owner_of(path) if path.name.startswith(owned.PREFIXES) and not path.is_symlink() else None
+        if owner is None:
+            continue
+        if owner["pid"] == me and not path.name.startswith("awm_view_"):
+            left.append(str(path))
+        elif owner.get("ppid") == me and owned.is_dead(owner):
+            left.append(f"{path} (of pid {owner['pid']}, exited)")
+    assert not left, "the test run left awm directories in the temporary directory:\n" + "\n".join(left)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own cache directory (indexes and templates never leak between tests) and sees no

@@ -292,8 +292,10 @@ def test_a_killed_run_resumes_with_every_entry_exactly_once(tmp_path):
     out = tmp_path / "killed"
     argv = [sys.executable, "-m", "awm_engine.cli", "bench", "bfcl", "run", "--policy", "ground-truth",
             "--categories", "simple", "multi_turn_base", "--limit", "25", "--concurrency", "2", "--quiet"]
+    (tmp_path / "tmp").mkdir()  # what the killed run leaves (its checker host's directories) stays in the test's
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     proc = subprocess.Popen(argv + ["--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     results = out / "results.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 8):

@@ -54,8 +54,9 @@ def test_crash_mid_run_then_resume_gives_each_rollout_once(tmp_path, how):
     args = AWM + ["eval", "run", "--policy", "oracle", "-k", "2", "--concurrency", "2", "--workers", "1",
                   "--scenario", "maple_library_lending", "--scenario", "pinecrest_online_store", "--out", str(out),
                   "--quiet"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    (tmp_path / "tmp").mkdir()  # what a killed run leaves stays in the test's own directory
+    env = {**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env)
     results = out / "results.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 5):
@@ -67,7 +68,7 @@ def test_crash_mid_run_then_resume_gives_each_rollout_once(tmp_path, how):
     with open(results, "a") as fh:  # a torn line, as a kill in the middle of a write leaves
         fh.write('{"id": "maple_library_lending/9/1", "status": "ok", "reward"')
     done = subprocess.run(AWM + ["eval", "run", "--resume", str(out), "--quiet"], capture_output=True, text=True,
-                          env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
+                          env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     after = _lines(results)
     ids = [r["id"] for r in after]

@@ -197,7 +197,8 @@ def test_killed_run_resumes_and_redoes_nothing_finished(tmp_path):
     for rule in slow["rules"]:  # the environment stage is slow: the kill lands while it runs
         if rule["match"][0] == "stage: env ·":
             rule["responses"][0]["delay"] = 30
-    env = {**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "tmp").mkdir()  # what the killed run leaves stays in the test's own directory
+    env = {**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
     with FakeLLMServer(slow) as llm:
         proc = subprocess.Popen(AWM + _gen_args(tmp_path, llm.url, out), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, start_new_session=True, env=env)

@@ -215,7 +215,9 @@ def test_end_to_end_retail_and_telecom(shared_data, tmp_path):
 
 def kill_after_two(args: list[str], out: Path, while_running=None) -> None:
     """``awm ARGS`` in a subprocess, killed (SIGKILL, its whole group) once two results are in ``out``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    tmp = out.parent / "tmp"  # what the killed run leaves stays beside its output
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", *args], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:

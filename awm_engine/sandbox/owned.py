@@ -54,7 +54,7 @@ def _pid_namespace() -> str:
 
 
 def marker_text() -> str:
-    return f"pid={os.getpid()}\nstart={start_time(os.getpid()) or ''}\nboot={_boot_id()}\npidns={_pid_namespace()}\n"
+    return f"pid={os.getpid()}\nppid={os.getppid()}\nstart={start_time(os.getpid()) or ''}\nboot={_boot_id()}\npidns={_pid_namespace()}\n"
 
 
 def owned_dir(prefix: str) -> Path:
@@ -73,6 +73,18 @@ def mark(path: Path | str) -> None:
             os.write(fd, marker_text().encode())
         finally:
             os.close(fd)
+    finally:
+        os.close(dfd)
+
+
+def owner_of(path: Path | str) -> dict[str, str] | None:
+    """The marker of the directory ``path`` (pid, ppid, start, boot, pidns), None without a valid one."""
+    try:
+        dfd = os.open(str(path), safe_fs.DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        return _owner(dfd)
     finally:
         os.close(dfd)
 
