@@ -12,3 +12,28 @@ def test_long_paths_in_narration_are_never_wrapped(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert f"run directory: {out.resolve()}" in proc.stderr.splitlines()
+
+
+def test_an_unknown_tool_in_env_call_names_the_closest_and_every_tool(capsys):
+    from awm_engine.cli import main as awm
+
+    assert awm(["env", "call", "maple_library_lending", "list_branchs"]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == "Unknown tool: list_branchs"  # the text a model sees stays the reference's
+    assert "did you mean: list_branches" in err
+    assert "search_titles" in err and "tools:" in err
+
+
+def test_env_test_names_a_scenario_without_code_once(tmp_path, capsys):
+    import json
+
+    from tinyenv import make_env_dir
+
+    from awm_engine.cli import main as awm
+
+    data = make_env_dir(tmp_path / "data", {"Codeless": "", "Fine": ""})
+    rows = [json.loads(line) for line in (data / "gen_envs.jsonl").read_text().splitlines()]
+    (data / "gen_envs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["scenario"] != "Codeless"))
+    awm(["env", "test", "--data", str(data), "--scenario", "codeless"])
+    out = capsys.readouterr().out
+    assert "codeless: no environment code" in out and "codeless: codeless:" not in out

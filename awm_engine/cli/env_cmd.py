@@ -260,6 +260,7 @@ async def _call(args: argparse.Namespace) -> int:
         except EnvLoadError as exc:
             raise CliError(str(exc), 1) from None
         result = cap_result(await episode.call_tool(args.tool, arguments), result_cap)
+        names = [t["name"] for t in episode.list_tools()]
         await episode.close()
     if args.json:
         print_json({"scenario": scenario.key, "tool": args.tool, "arguments": arguments, **result.to_dict()})
@@ -267,7 +268,17 @@ async def _call(args: argparse.Namespace) -> int:
         echo(result.text)  # the environment's text: its control characters made visible
     if result.traceback:  # what the environment raised (the result text is what a model sees)
         echo(result.traceback.rstrip(), err=True)
+    if result.error_kind == "unknown_tool":  # the text stays the reference's; the valid names go to stderr
+        echo(unknown_tool_hint(args.tool, names), err=True)
     return 1 if result.is_error else 0
+
+
+def unknown_tool_hint(name: str, names: list[str]) -> str:
+    """The closest tool names to ``name``, then every tool of the scenario (for ``Unknown tool: <name>``)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    return (f"did you mean: {', '.join(close)}? " if close else "") + f"{len(names)} tools: {', '.join(sorted(names))}"
 
 
 def cmd_call(args: argparse.Namespace) -> int:
@@ -320,8 +331,9 @@ async def _test(args: argparse.Namespace) -> int:
                           str(r.calls_other_error), f"{r.seconds:.2f}", shown(d.summary()))
         stdout.print(table)
         for r in reports:
-            if r.error:
-                stdout.print(f"[red]{shown(r.scenario)}: {shown(r.error)}[/red]")
+            if r.error:  # an EnvLoadError's message already starts with the scenario
+                error = r.error.removeprefix(f"{r.scenario}: ")
+                stdout.print(f"[red]{shown(r.scenario)}: {shown(error)}[/red]")
             for tool, error in r.invalid_schemas.items():
                 stdout.print(f"[yellow]{shown(r.scenario)}: {shown(tool)}: {shown(schema_problem_note(error))}[/yellow]")
         if any(d.problems for _, d in results):
