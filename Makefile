@@ -38,8 +38,8 @@ setup: $(STAMP)
 # BFCLv3 (awm bench bfcl): the bfcl-eval wheel WITHOUT its dependency list (provider SDKs, torch …), then the few
 # packages its checkers, decoders and multi-turn backends import (pyproject's `bfcl` extra), all at the pins
 $(BFCL): $(STAMP) pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bfcl]'
-	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps bfcl-eval
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt -e '.[dev,bfcl]'
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt --no-deps bfcl-eval
 	$(BIN)/awm bench bfcl check
 	touch $(BFCL)
 
@@ -49,8 +49,8 @@ bfcl: $(BFCL)
 # Blender, Playwright, yfinance …), then the few packages its evaluator modules import (pyproject's `mcpu` extra);
 # awm calls its evaluators with every live service replaced by a stand-in
 $(MCPU): $(STAMP) pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,mcpu]'
-	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps mcpuniverse
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt -e '.[dev,mcpu]'
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt --no-deps mcpuniverse
 	$(BIN)/awm bench mcp-universe check
 	touch $(MCPU)
 
