@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # import name -> distribution name, where they differ
-DISTRIBUTIONS = {"sqlite_utils": "sqlite-utils", "json_repair": "json-repair", "yaml": "pyyaml"}
+DISTRIBUTIONS = {"sqlite_utils": "sqlite-utils", "json_repair": "json-repair", "yaml": "pyyaml", "dotenv": "python-dotenv"}
 
 
 def imported_top_level(packages: list[str]) -> set[str]:
