@@ -18,7 +18,7 @@ OFFICIAL_SOLVED_AT_START = {"10", "12", "18", "25", "50", "57", "65", "105"}
 @pytest.fixture(scope="module")
 def retail() -> DomainScenario:
     if not (TAU2 / "domains" / "retail" / "tasks.json").is_file():
-        pytest.skip(f"τ²-bench data not found at {TAU2} (/work/shared is absent)")
+        pytest.skip(f"τ²-bench data not found at {TAU2} (../shared is absent)")
     return DomainScenario(Tau2Data(TAU2), "retail")
 
 
