@@ -1,0 +1,207 @@
+"""`awm env serve` against the AWM reference's server design, in one run, interleaved.
+
+    .venv/bin/python benchmarks/serve_mcp.py --baseline-venv /tmp/fmcp_venv [--scenario KEY] [--rounds N] [--calls N]
+
+The reference design: the environment's own code as the reference rewrites it (``envcode.rewrite_code``: its
+FastAPI app, ``fastapi_mcp.FastApiMCP(app).mount_http()``, uvicorn), run unsandboxed by the baseline venv's Python
+on a copy of the scenario's database. The baseline venv holds fastapi-mcp from PyPI, never awm's own .venv:
+
+    python3 -m venv /tmp/fmcp_venv && /tmp/fmcp_venv/bin/pip install fastapi-mcp==0.4.0 mcp==1.26.0 uvicorn sqlalchemy
+
+For each round, each server in turn (the order alternates between rounds) is started, timed to its first answered
+``list_tools`` (cold start: a fresh client retrying until one answers), then one persistent session of the real
+``mcp`` client makes ``--calls`` calls of one argument-free GET tool (after a few warm-up calls); the served
+process tree's RSS (the server and all its descendants, the sandboxed worker included) is read after the calls.
+Prints median and p95 per-call latency, median cold start and RSS per design, and the three ratios awm/reference.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from awm_engine.data.catalog import Catalog  # noqa: E402
+from awm_engine.runtime.envcode import rewrite_code  # noqa: E402
+from awm_engine.runtime.ports import free_port  # noqa: E402
+
+WARMUP = 5
+
+
+async def _list_once(url: str) -> list:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return (await session.list_tools()).tools
+
+
+def cold_start(url: str, proc: subprocess.Popen, started: float, deadline: float = 120.0) -> tuple[float, list]:
+    """Seconds from ``started`` to the first answered ``list_tools``, and the tools."""
+    while time.perf_counter() - started < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            tools = asyncio.run(_list_once(url))
+            return time.perf_counter() - started, tools
+        except Exception:  # noqa: BLE001 - not listening yet
+            time.sleep(0.01)
+    raise RuntimeError(f"no answer at {url} within {deadline} s")
+
+
+async def session_calls(url: str, tool: str, n: int) -> list[float]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    out = []
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for i in range(n + WARMUP):
+                t = time.perf_counter()
+                result = await session.call_tool(tool, {})
+                if i >= WARMUP:
+                    out.append(time.perf_counter() - t)
+                if getattr(result, "is_error", None) or getattr(result, "isError", None):
+                    raise RuntimeError(f"{tool} failed: {result.content}")
+    return out
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of ``pid`` and every descendant (from /proc; a sandbox's processes are descendants too)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def start_reference(python: Path, scenario, db: Path, work: Path, port: int) -> subprocess.Popen:
+    copy = work / f"ref_{port}.db"
+    shutil.copyfile(db, copy)
+    server = work / f"ref_{port}.py"
+    server.write_text(rewrite_code(scenario.code, str(copy), "127.0.0.1", port))
+    return subprocess.Popen([str(python), str(server)], cwd=work, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PORT": str(port)})
+
+
+def start_awm(scenario, data: list[str], work: Path, port: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", scenario.key, "--port", str(port),
+           "--out", str(work / f"awm_{port}")]
+    for d in data:
+        cmd += ["--data", d]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> dict:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    t = time.perf_counter()
+    proc = (start_reference(args.python, scenario, db, work, port) if kind == "reference"
+            else start_awm(scenario, args.data, work, port))
+    try:
+        cold, tools = cold_start(url, proc, t)
+        if tool is None:  # the first argument-free GET tool (fastapi-mcp names them after the route's function)
+            tool = next(t.name for t in tools if not (getattr(t, "input_schema", None) or t.inputSchema).get("required")
+                        and t.name.split("_", 1)[0] in ("get", "list", "search"))
+        calls = asyncio.run(session_calls(url, tool, args.calls))
+        rss = tree_rss_mb(proc.pid)
+    finally:
+        stop(proc)
+    return {"cold": cold, "calls": calls, "rss": rss, "tool": tool}
+
+
+def p95(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=20)[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-venv", required=True, type=Path,
+                        help="a venv with fastapi-mcp==0.4.0, uvicorn and sqlalchemy (not awm's .venv)")
+    parser.add_argument("--data", action="append", default=[], help="AWM data directory (default: sample_envs/)")
+    parser.add_argument("--scenario", default=None, help="scenario key (default: the catalog's first)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    args.python = args.baseline_venv / "bin" / "python"
+    probe = subprocess.run([str(args.python), "-c", "import fastapi_mcp, uvicorn, sqlalchemy"], capture_output=True) \
+        if args.python.exists() else None
+    if probe is None or probe.returncode:
+        print(f"{args.baseline_venv} is not a baseline venv (python with fastapi_mcp, uvicorn, sqlalchemy). Create it:\n"
+              f"  python3 -m venv {args.baseline_venv} && {args.baseline_venv}/bin/pip install fastapi-mcp==0.4.0 "
+              "mcp==1.26.0 uvicorn sqlalchemy", file=sys.stderr)
+        return 2
+    catalog = Catalog.load(args.data or None)
+    scenario = catalog.get(args.scenario) if args.scenario else next(iter(catalog))
+    results: dict[str, list[dict]] = {"reference": [], "awm": []}
+    with tempfile.TemporaryDirectory(prefix="serve_bench_") as tmp:
+        work = Path(tmp)
+        # the scenario's database, as awm builds it for an episode (the reference server opens a copy of it)
+        warm = one("awm", args, scenario, Path(), work, None)  # also: the machine has served an environment
+        db = next(work.glob("awm_*/initial.db"))
+        tool = warm["tool"]
+        print(f"{scenario.key}: tool {tool}; {args.rounds} rounds x {args.calls} calls, interleaved", flush=True)
+        for r in range(args.rounds):
+            for kind in (("reference", "awm") if r % 2 == 0 else ("awm", "reference")):
+                res = one(kind, args, scenario, db, work, tool)
+                results[kind].append(res)
+                print(f"  round {r + 1} {kind:9}: cold {res['cold'] * 1000:7.0f} ms  call median "
+                      f"{statistics.median(res['calls']) * 1000:6.2f} ms  p95 {p95(res['calls']) * 1000:6.2f} ms  "
+                      f"rss {res['rss']:6.1f} MB", flush=True)
+    summary = {}
+    for kind, rs in results.items():
+        calls = [c for r in rs for c in r["calls"]]
+        summary[kind] = {"median": statistics.median(calls) * 1000, "p95": p95(calls) * 1000,
+                         "cold": statistics.median(r["cold"] for r in rs) * 1000,
+                         "rss": statistics.median(r["rss"] for r in rs)}
+    print(f"\n{'':10} {'call median':>12} {'call p95':>10} {'cold start':>11} {'tree RSS':>9}")
+    for kind, s in summary.items():
+        print(f"{kind:10} {s['median']:9.2f} ms {s['p95']:7.2f} ms {s['cold']:8.0f} ms {s['rss']:6.1f} MB")
+    a, b = summary["awm"], summary["reference"]
+    print(f"{'awm/ref':10} {a['median'] / b['median']:12.2f} {a['p95'] / b['p95']:10.2f} {a['cold'] / b['cold']:11.2f} "
+          f"{a['rss'] / b['rss']:9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
