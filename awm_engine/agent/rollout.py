@@ -51,6 +51,7 @@ from awm_engine.data.run_formats import (
 from awm_engine.runtime import caps
 from awm_engine.runtime.episode import (
     CALL_REJECTED_KINDS,
+    ON_TIMEOUT,
     EpisodeHandle,
     is_environment_error,
 )
@@ -76,6 +77,9 @@ class AgentConfig:
     max_turns: int | None = None  # None: 30 (reference) / 20 (robust)
     history_window: int | None = None  # keep system, task, first list_tools exchange and the last w turns
     call_timeout: float | None = None  # per tool call; None: 60 s (reference) / the host's default, 10 s (robust)
+    # a handler still running at its call's timeout: None: "finish" (reference: it goes on and its writes land
+    # before the final database is taken) / "interrupt" (robust: stopped, so a timed-out call changes nothing more)
+    on_timeout: str | None = None
     episode_timeout: float | None = PROTOCOL_DEFAULT  # None: no limit; default: none (reference) / 900 s (robust)
     on_format_error: str = "observe"  # observe: tell the model and go on | stop: end the rollout (reward -1)
     tool_name_style: str = "reference"  # how list_tools shows names: reference | prefixed | plain
@@ -99,6 +103,10 @@ class AgentConfig:
             self.episode_timeout = None if reference else 900.0
         if self.call_timeout is None and reference:
             self.call_timeout = REFERENCE_CALL_TIMEOUT
+        if self.on_timeout is None:
+            self.on_timeout = "finish" if reference else "interrupt"
+        if self.on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"unknown on_timeout {self.on_timeout!r} (choose from {', '.join(ON_TIMEOUT)})")
         if self.parse_think_calls is None:
             self.parse_think_calls = reference
 
@@ -426,7 +434,9 @@ class Rollout:
         if not self.reference_meta and call.tool not in self.tool_names:
             return Observation(self.iteration, call.id, call.tool, f"Error: Tool '{call.tool}' not found", True,
                                "unknown_tool")
-        kwargs = {} if self.config.call_timeout is None else {"timeout": self.config.call_timeout}
+        kwargs: dict[str, Any] = {} if self.config.call_timeout is None else {"timeout": self.config.call_timeout}
+        if self.config.on_timeout != "interrupt":
+            kwargs["on_timeout"] = self.config.on_timeout
         result = await self.episode.call_tool(call.tool, call.tool_arguments, **kwargs)
         if self.reference_meta and result.error_kind == "timeout":
             result.text = f"Tool call timed out after {float(self.config.call_timeout or 0):.1f}s"

@@ -54,6 +54,10 @@ def add_agent_args(parser: argparse.ArgumentParser) -> None:
                             "request timeout is 600 s reference / 120 s robust)")
     group.add_argument("--call-timeout", type=float, default=None,
                        help="per tool call, seconds (default 60 reference / 10 robust)")
+    group.add_argument("--on-timeout", choices=("finish", "interrupt"), default=None,
+                       help="a handler still running when its call times out: finish (default reference: it goes on "
+                            "and its writes land before the final database is taken, as the reference's server) or "
+                            "interrupt (default robust: it is stopped)")
     group.add_argument("--episode-timeout", type=float, default=None,
                        help="per rollout, seconds; 0: no limit (default: none reference / 900 robust)")
     group.add_argument("--on-format-error", choices=["observe", "stop"], default="observe")
@@ -104,7 +108,7 @@ def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
         raise CliError(f"--trajectory-cap: {exc}") from None
     return AgentConfig(mode=mode or args.mode or (endpoint.mode if endpoint else "meta"), protocol=args.protocol,
                        max_turns=args.max_turns, history_window=args.window, call_timeout=args.call_timeout,
-                       episode_timeout=episode_timeout, on_format_error=args.on_format_error,
+                       on_timeout=getattr(args, "on_timeout", None), episode_timeout=episode_timeout, on_format_error=args.on_format_error,
                        tool_name_style=args.tool_names, system_prompt=prompt, result_cap=result_cap_from_args(args),
                        trajectory_cap=trajectory)
 

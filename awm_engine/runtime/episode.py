@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 DEFAULT_CALL_TIMEOUT = 10.0
+# what happens to a handler still running when its call times out: "interrupt" stops it (awm's robust profile);
+# "finish" leaves it running so its writes land, as under the AWM reference (the MCP client gives up after 60 s
+# but the reference server's handler goes on); closing or resetting the episode waits for it (SETTLE_LIMIT).
+ON_TIMEOUT = ("interrupt", "finish")
+SETTLE_LIMIT = 120.0
 
 # how calls to a tool whose input schema is not valid JSON Schema are treated: "reference" fails every call
 # with jsonschema's SchemaError text, as the reference's MCP server does; "robust" runs them
@@ -96,7 +101,7 @@ class EpisodeHandle(Protocol):
         ...
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         ...
 
     async def reset(self) -> None:

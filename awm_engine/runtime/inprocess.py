@@ -39,6 +39,8 @@ from awm_engine.runtime.asgi_call import (
 )
 from awm_engine.runtime.episode import (
     DEFAULT_CALL_TIMEOUT,
+    ON_TIMEOUT,
+    SETTLE_LIMIT,
     ToolResult,
     check_schema_check,
     snapshot_database,
@@ -206,6 +208,7 @@ class Episode:
         self.closed = False
         self.stuck = False  # a handler thread ignored its timeout (blocked in C); the host should be recycled
         self._lock = threading.Lock()
+        self._left: list[tuple[asyncio.Future, dict[str, Any]]] = []  # handlers left running past a timeout
         self._open(copy=not (attach and self.final_db.exists() and self.initial_db.exists()))
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -227,6 +230,7 @@ class Episode:
 
     def reset_now(self) -> None:
         """Back to the initial state: fresh copies of the databases (no rebuild, no re-exec when shared)."""
+        self.settle()
         self._release()
         self._open()
         self.calls = 0
@@ -246,13 +250,41 @@ class Episode:
             self.private = None
 
     def close_now(self) -> None:
-        """Stop serving; ``initial.db`` and ``final.db`` stay in the run directory."""
+        """Stop serving; ``initial.db`` and ``final.db`` stay in the run directory. A handler left running past
+        its timeout (``on_timeout="finish"``) is waited for first, so its writes are in ``final.db``."""
         if not self.closed:
+            self.settle()
             self._release()
             self.closed = True
 
     async def close(self) -> None:
-        self.close_now()
+        if self._left:
+            await asyncio.to_thread(self.close_now)
+        else:
+            self.close_now()
+
+    def settle(self, limit: float = SETTLE_LIMIT) -> None:
+        """Wait (up to ``limit`` seconds) for handlers left running after their calls timed out; past it they
+        are interrupted as under ``on_timeout="interrupt"``, and one that will not stop marks the episode stuck."""
+        if not self._left:
+            return
+        if self._lock.acquire(timeout=limit):
+            self._lock.release()
+        else:
+            for _, slot in self._left:
+                if slot.get("thread"):
+                    interrupt_thread(slot["thread"])
+            if self._lock.acquire(timeout=STUCK_GRACE):
+                self._lock.release()
+            else:
+                self.stuck = True
+        self._left.clear()
+
+    @property
+    def left_running(self) -> int:
+        """How many handlers are still running after their calls were answered with a timeout."""
+        self._left = [(f, slot) for f, slot in self._left if not f.done()]
+        return len(self._left)
 
     # -- tools ------------------------------------------------------------------------------
     def list_tools(self) -> list[dict[str, Any]]:
@@ -329,10 +361,21 @@ class Episode:
         return getattr(self.loaded.module, "__file__", None)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = DEFAULT_CALL_TIMEOUT, result_cap: int | None = None) -> ToolResult:
+                        timeout: float | None = DEFAULT_CALL_TIMEOUT, result_cap: int | None = None,
+                        on_timeout: str = "interrupt") -> ToolResult:
         """Run one call on a worker thread. ``timeout`` counts the handler's own time only (not time queued
-        behind other calls); past it the handler is interrupted. A call that completed is never reported as
-        a failure, and one stopped after it changed the database says so. ``result_cap``: see ``call_tool_sync``."""
+        behind other calls); past it the handler is interrupted (``on_timeout="interrupt"``) or left to finish
+        and commit (``"finish"``, the reference's behaviour; close and reset wait for it). A call that completed
+        is never reported as a failure, and one stopped after it changed the database says so. A call made while
+        a handler is left running waits for it, and that wait counts against its own timeout.
+        ``result_cap``: see ``call_tool_sync``."""
+        if on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"on_timeout must be one of {', '.join(ON_TIMEOUT)}, not {on_timeout!r}")
+        if self.left_running and timeout is not None:
+            _, pending = await asyncio.wait([f for f, _ in self._left], timeout=timeout)
+            if pending:
+                return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True,
+                                  error_kind="timeout", elapsed_ms=timeout * 1000)
         loop = asyncio.get_running_loop()
         running = asyncio.Event()
         slot: dict[str, Any] = {"thread": None, "on_start": lambda: loop.call_soon_threadsafe(running.set)}
@@ -350,6 +393,10 @@ class Episode:
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except (asyncio.TimeoutError, TimeoutError):
+            if on_timeout == "finish":  # it goes on; its writes land before the episode closes or resets
+                self._left.append((future, slot))
+                return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True,
+                                  error_kind="timeout", elapsed_ms=timeout * 1000)
             if slot.get("thread"):
                 interrupt_thread(slot["thread"])
             stopped = None

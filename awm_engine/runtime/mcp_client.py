@@ -151,7 +151,7 @@ class McpEpisode:
         return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         started = time.perf_counter()
         try:
             result = await self._client.call_tool_mcp(name, arguments or {})

@@ -34,6 +34,8 @@ from awm_engine.db.templates import TemplateCache, template_facts
 from awm_engine.runtime import protocol
 from awm_engine.runtime.episode import (
     DEFAULT_CALL_TIMEOUT,
+    ON_TIMEOUT,
+    SETTLE_LIMIT,
     EnvLoadError,
     ToolResult,
     check_schema_check,
@@ -268,6 +270,7 @@ class PoolEpisode:
         self.template: dict[str, Any] | None = None  # when its template was built (``template_facts``)
         self.options: dict[str, Any] | None = None  # what a hosted environment's episode was opened with
         self.closed = False
+        self.left_running = False  # a handler of this episode went on past its call's timeout (on_timeout="finish")
         self._closing: asyncio.Future | None = None
 
     @property
@@ -290,8 +293,10 @@ class PoolEpisode:
         return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         timeout = self.pool.call_timeout if timeout is None else timeout
+        if on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"on_timeout must be one of {', '.join(ON_TIMEOUT)}, not {on_timeout!r}")
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
         await self.pool._ensure_attached(self)
@@ -301,7 +306,8 @@ class PoolEpisode:
                 # the worker's own clock starts when the handler does; this one only guards a dead worker
                 data = await self.worker.request("call", wait=None if timeout is None else timeout + KILL_GRACE
                                                  + QUEUE_ALLOWANCE, episode=self.id, tool=name,
-                                                 arguments=arguments or {}, timeout=timeout)
+                                                 arguments=arguments or {}, timeout=timeout,
+                                                 **({"on_timeout": on_timeout} if on_timeout != "interrupt" else {}))
         except (asyncio.TimeoutError, TimeoutError):
             await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s (the environment worker "
@@ -310,6 +316,7 @@ class PoolEpisode:
             if exc.kind == "worker_died":
                 await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal", traceback=exc.traceback)
+        self.left_running = bool(data.pop("left_running", 0))  # close and reset wait for it in the worker
         if data.pop("stuck", False):  # a handler thread would not stop: recycle the worker
             await self.pool._restart(self.worker, generation)
             data["text"] += " (the environment worker was restarted)"
@@ -320,7 +327,8 @@ class PoolEpisode:
             await self.pool._ensure_attached(self)
             generation = self.worker.generation
             try:
-                await self.worker.request("reset", episode=self.id)
+                await self.worker.request("reset", episode=self.id, wait=self._settle_wait("reset"))
+                self.left_running = False
                 return
             except (asyncio.TimeoutError, TimeoutError):
                 await self.pool._restart(self.worker, generation)
@@ -330,6 +338,10 @@ class PoolEpisode:
                 if exc.kind != "worker_died" or attempt == 2:
                     raise
                 await self.pool._restart(self.worker, generation)  # then re-attach and reset on the new one
+
+    def _settle_wait(self, op: str) -> float:
+        """The op's deadline, plus the time the worker may wait for a handler left running past a timeout."""
+        return OP_DEADLINES[op] + (SETTLE_LIMIT + KILL_GRACE if self.left_running else 0.0)
 
     def snapshot(self, dest: Path | str) -> Path:
         if self.closed:
@@ -351,7 +363,7 @@ class PoolEpisode:
         self.pool.episodes.pop(self.id, None)
         if self.worker.alive:
             try:
-                await self.worker.request("close", episode=self.id)
+                await self.worker.request("close", episode=self.id, wait=self._settle_wait("close"))
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
                 pass
         self.closed = True

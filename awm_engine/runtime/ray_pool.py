@@ -86,11 +86,12 @@ class PoolActor:
         return {"id": episode.id, "tools": episode.list_tools(), "shared": episode.shared,
                 "methods": episode.methods, "template": episode.template, "schema_check": episode.schema_check}
 
-    async def call(self, episode_id: str, name: str, arguments: dict, timeout: float | None) -> dict[str, Any]:
+    async def call(self, episode_id: str, name: str, arguments: dict, timeout: float | None,
+                   on_timeout: str = "interrupt") -> dict[str, Any]:
         episode = self.episodes.get(episode_id)
         if episode is None:
             return ToolResult(f"Episode {episode_id} is closed", True, error_kind="internal").to_dict()
-        return (await episode.call_tool(name, arguments, timeout)).to_dict()
+        return (await episode.call_tool(name, arguments, timeout, on_timeout=on_timeout)).to_dict()
 
     async def reset(self, episode_id: str) -> None:
         await self.episodes[episode_id].reset()
@@ -161,11 +162,11 @@ class RayEpisode:
         return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
         try:
-            data = await self.actor.call.remote(self.id, name, arguments or {}, timeout)
+            data = await self.actor.call.remote(self.id, name, arguments or {}, timeout, on_timeout)
         except Exception as exc:  # noqa: BLE001 - the actor or its node failed: this episode's call fails
             return ToolResult(f"Error calling {name}: {type(exc).__name__}: {exc}", True, error_kind="internal")
         return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})

@@ -100,20 +100,24 @@ class WorkerState:
         if op == "call":  # the text is cut at the result cap here, before it is sent (runtime/caps.py)
             cap = caps.worker_result_cap(msg.get("result_cap"))
             if isinstance(episode, Episode):  # cut where the text is made
-                result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"), cap)
+                result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"), cap,
+                                                 msg.get("on_timeout") or "interrupt")
             else:
                 result = caps.cap_result(await episode.call_tool(msg["tool"], msg.get("arguments"),
                                                                  msg.get("timeout")), cap, protocol.TEXT_BUDGET)
             if result.traceback:
                 log_traceback(episode, msg["tool"], result)
-            return {**result.to_dict(), "stuck": episode.stuck}
+            return {**result.to_dict(), "stuck": episode.stuck, "left_running": getattr(episode, "left_running", 0)}
         if op == "list_tools":
             return {"tools": episode.list_tools()}
         if op == "reset":
             await loop.run_in_executor(None, episode.reset_now)
             return {}
         if op == "close":
-            episode.close_now()
+            if getattr(episode, "left_running", 0):  # waits for a handler left running: not on this loop
+                await loop.run_in_executor(None, episode.close_now)
+            else:
+                episode.close_now()
             del self.episodes[episode.id]
             self._close_retired()
             return {}

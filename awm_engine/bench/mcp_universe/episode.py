@@ -167,7 +167,7 @@ class McpServersEpisode:
         return self.tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         route = self._routes.get(name)
         if route is None:
             return ToolResult(f"Unknown tool: {name}", True, error_kind="unknown_tool")

@@ -270,7 +270,7 @@ class DomainEpisode:
         return ToolResult(response.content, response.error, None, kind, (time.perf_counter() - started) * 1000)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None,
-                        timeout: float | None = None) -> ToolResult:
+                        timeout: float | None = None, on_timeout: str = "interrupt") -> ToolResult:
         return await asyncio.to_thread(self.call_now, name, arguments)
 
     def reset_now(self) -> None:
