@@ -174,7 +174,12 @@ def test_the_sweep_removes_only_marked_directories_of_dead_processes_and_follows
     (dead / "w0" / "episodes" / "final.db").write_text("x")
     dead_elsewhere = dead_owned("awm_pool_", outside)
     (tmpdir / "awm_pool_link").symlink_to(dead_elsewhere)  # a link to a dead process's directory: not followed
-    other_prefix = dead_owned("awm_verify_", tmpdir)  # not a prefix the sweep looks at
+    other_prefix = dead_owned("awm_probe_", tmpdir)  # not a prefix the sweep looks at
+    for prefix in ("awm_verify_", "awm_bfcl_"):  # a verifier's or BFCL checker's: its inner directory is the sandbox's
+        killed = dead_owned(prefix, tmpdir)
+        (killed / "work").mkdir()
+        (killed / "work" / "final.db").write_text("x")
+        os.chown(killed / "work", 65534, 65534) if os.geteuid() == 0 else None
     live = owned.owned_dir("awm_view_")  # this process's (in the real temporary directory)
     os.rename(live, tmpdir / live.name)
     foreign = dead_owned("awm_pool_", tmpdir)  # marked in another pid namespace: its owner cannot be seen from here
@@ -183,8 +188,8 @@ def test_the_sweep_removes_only_marked_directories_of_dead_processes_and_follows
     (foreign / owned.MARKER).write_text(text)
     (tmpdir / "awm_pool_unmarked").mkdir()
 
-    assert owned.sweep_dead_dirs(tmpdir) == 1
-    assert not dead.exists()
+    assert owned.sweep_dead_dirs(tmpdir) == 3
+    assert not dead.exists() and not list(tmpdir.glob("awm_verify_*")) and not list(tmpdir.glob("awm_bfcl_*"))
     assert (outside / "precious").read_text() == "keep" and dead_elsewhere.is_dir()
     assert sorted(p.name for p in tmpdir.iterdir()) == sorted(
         ["awm_pool_link", other_prefix.name, live.name, foreign.name, "awm_pool_unmarked"])
@@ -253,3 +258,20 @@ def test_a_replay_that_fails_or_is_cancelled_removes_its_states(tmp_path, monkey
 
     asyncio.run(cancelled())
     assert run.workdir is None and list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_verifier_and_checker_directories_are_marked_and_removed_whole(tmp_path, monkeypatch):
+    """A sandbox's private directory sits in a marked directory of awm's own, so a killed process's goes at the next
+    pool start; the normal clean-up removes both."""
+    import tempfile
+
+    from awm_engine.sandbox import owned
+    from awm_engine.sandbox.launcher import private_dir, remove_dir
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    work = private_dir("awm_verify_")
+    assert work.name == "work" and work.parent.parent == tmp_path
+    assert owned.owner_of(work.parent)["pid"] == str(os.getpid())
+    assert owned.owner_of(work) is None  # the sandbox's own directory holds no marker it could forge
+    remove_dir(work)
+    assert list(tmp_path.iterdir()) == []

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from awm_engine.sandbox import host, limits, safe_fs, view
+from awm_engine.sandbox import host, limits, owned, safe_fs, view
 from awm_engine.sandbox.environment import scrubbed_env
 
 PACKAGE_PARENT = view.PACKAGE_PARENT  # so ``-m awm_engine…`` works inside
@@ -293,13 +293,31 @@ def kill_tree(proc: subprocess.Popen) -> None:
         pass
 
 
+PRIVATE_LEAF = "work"
+
+
 def private_dir(prefix: str, parent: Path | str | None = None) -> Path:
-    """A fresh directory for one sandbox's writable files, owned by the sandbox's uid (inside ``parent`` or the
-    temporary directory); the caller removes it (``shutil.rmtree`` does not follow symlinks)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=str(parent) if parent else None))
+    """A fresh directory for one sandbox's writable files, owned by the sandbox's uid; the caller removes it with
+    ``remove_dir``. Inside ``parent`` when given; else ``<tmp>/<prefix>XXXX/work``, in a directory of awm's own
+    uid marked as this process's (``owned``), so that when this process is killed before its clean-up the next
+    pool start sweeps it (the sandbox owns only the inner directory and cannot forge or remove the marker)."""
+    if parent is not None:
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=str(parent)))
+    else:
+        outer = owned.owned_dir(prefix)
+        outer.chmod(0o711)  # the sandbox's uid may pass through to its own directory, not list or write here
+        path = outer / PRIVATE_LEAF
+        path.mkdir(mode=0o700)
     give_to_sandbox(path)
     return path
 
 
 def remove_dir(path: Path | str) -> None:
+    """Remove a ``private_dir`` (with its marked parent when it has one of this process's); never follows a
+    symlink."""
+    path = Path(path)
+    if path.name == PRIVATE_LEAF:
+        mark = owned.owner_of(path.parent)
+        if mark is not None and mark.get("pid") == str(os.getpid()):
+            path = path.parent
     shutil.rmtree(path, ignore_errors=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from awm_engine.sandbox import safe_fs
 
 MARKER = ".awm-owner"
-PREFIXES = ("awm_pool_", "awm_view_", "awm_replay_", "awm_raypool_")  # what the sweep looks at (and nothing else)
+PREFIXES = ("awm_pool_", "awm_view_", "awm_replay_", "awm_raypool_", "awm_verify_", "awm_bfcl_")  # what the sweep looks at (and nothing else)
 
 
 def start_time(pid: int) -> str | None:

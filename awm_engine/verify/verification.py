@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox import safe_fs
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, private_dir
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, private_dir, remove_dir
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -133,7 +132,7 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         if not isinstance(data, dict) or "status" not in data:
             return fail("bad_return", "the verifier's result has no status", function)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_dir(work)
     if data["status"] != "ok":
         return fail(data.get("error_kind", "exception"), "Execution error: " + data.get("error", ""), function)
     value = data["value"]
