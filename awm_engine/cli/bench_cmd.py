@@ -25,7 +25,7 @@ BFCL_LOCAL_ONLY = ("BFCL has no environments in the worker pool: its entries are
 
 
 def register(verbs) -> None:
-    bench = verbs.add_parser("bench", help="benchmarks through the same engine (BFCLv3)")
+    bench = verbs.add_parser("bench", help="benchmarks through the same engine: BFCLv3, τ²-bench, MCP-Universe, one report across them")
     which = bench.add_subparsers(dest="bench_name", metavar="BENCHMARK")
     which.required = True
     bfcl = which.add_parser("bfcl", help="BFCLv3, scored by the official checkers of bfcl-eval "
