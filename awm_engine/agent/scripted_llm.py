@@ -34,6 +34,9 @@ from typing import Any
 from awm_engine.runtime.http_guard import LoopbackGuard
 
 SCRIPT_KEYS = {"model", "responses", "rules"}
+# `awm fake-llm`'s default port: not 8000 (vLLM's and the docs' real endpoints), so a scripted server left
+# running never answers in place of a real model
+DEFAULT_PORT = 8765
 
 
 class ScriptError(ValueError):

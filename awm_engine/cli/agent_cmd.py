@@ -8,6 +8,7 @@ from pathlib import Path
 from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
 from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
+from awm_engine.agent.scripted_llm import DEFAULT_PORT as DEFAULT_FAKE_PORT
 from awm_engine.cli.common import (
     CliError,
     add_data_arg,
@@ -66,8 +67,8 @@ def register(verbs) -> None:
 
     fake = verbs.add_parser("fake-llm", help="serve a scripted OpenAI-compatible chat completions API")
     fake.add_argument("--script", required=True, metavar="FILE")
-    fake.add_argument("--port", type=int, default=8000, help="default 8000; 0: a free port (printed); a busy port "
-                      "exits 3 before anything is served")
+    fake.add_argument("--port", type=int, default=DEFAULT_FAKE_PORT, help=f"default {DEFAULT_FAKE_PORT} (never a real "
+                      "endpoint's 8000); 0: a free port (printed); a busy port exits 3 before anything is served")
     fake.set_defaults(func=cmd_fake_llm)
 
 
