@@ -141,7 +141,8 @@ async def _serve(args: argparse.Namespace) -> int:
         token = secrets.token_urlsafe(24)
         if not args.stdio:
             stderr.print(f"bearer token: {token}")
-    pool = EnvPool(workers=1, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
+    # one episode for the server's life: no spare sandbox kept beside it (~70 MB)
+    pool = EnvPool(workers=1, spares=0, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
                    schema_check=args.protocol, templates=templates_from_args(args))
     try:
         await pool.start()
