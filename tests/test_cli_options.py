@@ -33,7 +33,8 @@ def test_agent_run_and_eval_run_accept_the_same_agent_flags():
     agent, evaluation = subparser(parser, "agent", "run"), subparser(parser, "eval", "run")
     assert agent_flags(agent) == agent_flags(evaluation)
     assert {"--endpoint", "--model", "--base-url", "--api-key", "--mode", "--max-turns", "--window", "--temperature",
-            "--max-tokens", "--retries", "--call-timeout", "--episode-timeout", "--on-format-error", "--tool-names",
+            "--max-tokens", "--retries", "--call-timeout", "--on-timeout", "--episode-timeout", "--on-format-error",
+            "--tool-names",
             "--verify", "--judge-endpoint", "--judge-model", "--judge-base-url", "--protocol",
             "--system-prompt", "--result-cap", "--trajectory-cap"} == set(agent_flags(agent))
     flags = ["--retries", "1", "--call-timeout", "5", "--episode-timeout", "60", "--tool-names", "plain"]
