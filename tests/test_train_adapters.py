@@ -218,6 +218,51 @@ def test_verl_format_error_failure_and_length_limit(verl, tmp_path):
     assert len(short.response_ids) == len(short.response_mask) == 60
 
 
+def test_verl_yaml_entry_holds_for_every_rollout(verl, tmp_path, monkeypatch):
+    """verl reads ``agent_loop_config_path`` into its registry, then hydra-instantiates the entry per sample; the
+    ``_target_``'s import (this module) must not replace the yaml's keys: every rollout gets them (issue 28)."""
+    target = "awm_engine.train.verl_loop.AWMAgentLoop"
+    yaml_entry = {"_target_": target, "on_format_error": "stop", "workers": 1, "out_dir": str(tmp_path / "yaml")}
+    verl._agent_loop_registry.clear()
+    verl._agent_loop_registry["awm_agent"] = dict(yaml_entry)
+    importlib.reload(verl_loop)  # hydra imports the target on the first instantiate
+    assert verl._agent_loop_registry["awm_agent"] == yaml_entry
+    # a registry without the entry gets one; a yaml entry without _target_ gets awm's
+    assert verl_loop.register_agent_loop({}, verl_loop.AWMAgentLoop) == {"_target_": target}
+    assert verl_loop.register_agent_loop({"awm_agent": {"workers": 2}}, verl_loop.AWMAgentLoop) == \
+        {"workers": 2, "_target_": target}
+
+    def hydra_instantiate(server):
+        entry = dict(verl._agent_loop_registry["awm_agent"])
+        mod, _, cls = entry.pop("_target_").rpartition(".")
+        config = SimpleNamespace(actor_rollout_ref=SimpleNamespace(rollout=SimpleNamespace(
+            prompt_length=8192, response_length=200_000)), data={})
+        return getattr(importlib.import_module(mod), cls)(
+            trainer_config=SimpleNamespace(config=config), server_manager=server, tokenizer=ChatTokenizer(),
+            processor=None, hf_model_type=None, dataset_cls=None, data_config=SimpleNamespace(config={}),
+            tools=SimpleNamespace(tools=[]), **entry)
+
+    async def go():
+        outs = []
+        try:
+            for k in range(2):  # the same malformed output in one group: the same settings, the same reward
+                loop = hydra_instantiate(ScriptedServer([NULL_NAME]))
+                assert (loop.settings.on_format_error, loop.settings.workers, loop.settings.out_dir) == \
+                    ("stop", 1, str(tmp_path / "yaml")), k
+                outs.append(await loop.run({}, **dataset_fields(0)))
+                importlib.reload(verl_loop) if k == 0 else None  # a second import changes nothing
+        finally:
+            await close_loop_pool()
+        return outs
+
+    outs = asyncio.run(go())
+    assert [o.reward_score for o in outs] == [-1.0, -1.0]
+    for o in outs:
+        assert len(o.response_mask) == len(o.response_ids) and set(o.response_mask) == {1}
+        assert o.extra_fields["awm"]["stop_reason"] == "format_error"
+        assert Path(o.extra_fields["awm"]["run_dir"]).is_relative_to(tmp_path / "yaml")
+
+
 def test_without_verl_the_module_imports_and_says_what_is_missing():
     assert verl_loop.AWMAgentLoop is None
     with pytest.raises(ImportError, match="needs verl"):

@@ -132,10 +132,28 @@ def define_agent_loop(base: type, output_cls: type, metrics_cls: type) -> type:
     return AWMAgentLoop
 
 
+def register_agent_loop(registry: dict[str, Any], cls: type, name: str = AGENT_NAME) -> dict[str, Any]:
+    """Put ``cls`` in verl's agent-loop registry under ``name`` without overwriting a configured entry.
+
+    verl's ``register`` decorator sets ``registry[name] = {"_target_": …}`` unconditionally. verl reads the
+    agent-loop config file (``agent_loop_config_path``) into the same registry, and this module may be imported
+    (by hydra's ``instantiate`` of the ``_target_``) after that: a plain ``register`` would then replace the yaml's
+    keys (``data_dirs``, ``on_format_error``, ``workers`` …) with the defaults from the second rollout on. So an
+    existing entry is kept as it is (its ``_target_`` is set only if it has none); only a missing entry is added.
+    Returns the entry."""
+    target = f"{cls.__module__}.{cls.__qualname__}"
+    entry = registry.get(name)
+    if entry is None:
+        entry = registry[name] = {"_target_": target}
+    elif "_target_" not in entry:
+        entry["_target_"] = target
+    return entry
+
+
 try:
     _verl = require_verl()
 except ImportError:
     AWMAgentLoop = None
 else:
-    AWMAgentLoop = _verl.register(AGENT_NAME)(define_agent_loop(_verl.AgentLoopBase, _verl.AgentLoopOutput,
-                                                                _verl.AgentLoopMetrics))
+    AWMAgentLoop = define_agent_loop(_verl.AgentLoopBase, _verl.AgentLoopOutput, _verl.AgentLoopMetrics)
+    register_agent_loop(_verl._agent_loop_registry, AWMAgentLoop)
