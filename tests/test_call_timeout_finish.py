@@ -130,3 +130,32 @@ def test_each_profile_through_a_rollout(profile, expected, scenario, tmp_path):
     assert observed and observed[0].get("error_kind") == "timeout", observed
     assert ("late" in notes(tmp_path / "r" / "final.db")) is LANDS[expected]
     assert outcome.rollout.finished is not None
+
+
+BLOCKED_IN_C = '''
+@app.post("/api/stuck_note", summary="Never stops", description="Blocks in C.", tags=["bad"],
+          operation_id="stuck_note", response_model=NoteOut)
+async def stuck_note(req: NoteIn):
+    import time
+    time.sleep(600)
+'''
+
+
+def test_a_left_running_handler_that_will_not_stop_costs_its_worker(tmp_path, monkeypatch):
+    """Hostile: a handler left running blocks in C past the settle limit. Closing interrupts it, finds it stuck and
+    restarts the worker before the databases move, so no thread of it can write final.db afterwards."""
+    monkeypatch.setenv("AWM_SETTLE_LIMIT", "1")
+    monkeypatch.setattr("awm_engine.runtime.pool.SETTLE_LIMIT", 1.0)
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Tiny": BLOCKED_IN_C})]).get("tiny")
+
+    async def go():
+        async with EnvPool(workers=1, workdir=tmp_path / "pool") as pool:
+            ep = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            pid = ep.worker.proc.pid
+            timed_out = await ep.call_tool("stuck_note", {"text": "x"}, timeout=0.3, on_timeout="finish")
+            await ep.close()
+            return timed_out, pid != ep.worker.proc.pid
+
+    timed_out, restarted = asyncio.run(go())
+    assert timed_out.error_kind == "timeout" and restarted
+    assert notes(tmp_path / "run" / "final.db") == ["first", "second"]

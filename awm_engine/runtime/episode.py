@@ -8,6 +8,7 @@ server). Rollouts, verification and the TUI only ever see this interface.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -17,7 +18,7 @@ DEFAULT_CALL_TIMEOUT = 10.0
 # "finish" leaves it running so its writes land, as under the AWM reference (the MCP client gives up after 60 s
 # but the reference server's handler goes on); closing or resetting the episode waits for it (SETTLE_LIMIT).
 ON_TIMEOUT = ("interrupt", "finish")
-SETTLE_LIMIT = 120.0
+SETTLE_LIMIT = float(os.environ.get("AWM_SETTLE_LIMIT") or 120.0)
 
 # how calls to a tool whose input schema is not valid JSON Schema are treated: "reference" fails every call
 # with jsonschema's SchemaError text, as the reference's MCP server does; "robust" runs them

@@ -263,12 +263,12 @@ class Episode:
         else:
             self.close_now()
 
-    def settle(self, limit: float = SETTLE_LIMIT) -> None:
+    def settle(self, limit: float | None = None) -> None:
         """Wait (up to ``limit`` seconds) for handlers left running after their calls timed out; past it they
         are interrupted as under ``on_timeout="interrupt"``, and one that will not stop marks the episode stuck."""
         if not self._left:
             return
-        if self._lock.acquire(timeout=limit):
+        if self._lock.acquire(timeout=SETTLE_LIMIT if limit is None else limit):
             self._lock.release()
         else:
             for _, slot in self._left:

@@ -362,10 +362,13 @@ class PoolEpisode:
         self.worker.episodes.discard(self.id)
         self.pool.episodes.pop(self.id, None)
         if self.worker.alive:
+            generation = self.worker.generation
             try:
-                await self.worker.request("close", episode=self.id, wait=self._settle_wait("close"))
+                answer = await self.worker.request("close", episode=self.id, wait=self._settle_wait("close"))
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
-                pass
+                answer = {}
+            if answer.get("stuck"):  # its thread could still write final.db once moved: the worker goes first
+                await self.pool._restart(self.worker, generation)
         self.closed = True
         await asyncio.to_thread(_move_databases, self.worker.home, self.info.live_dir, self.info.run_dir)
 

@@ -120,7 +120,7 @@ class WorkerState:
                 episode.close_now()
             del self.episodes[episode.id]
             self._close_retired()
-            return {}
+            return {"stuck": episode.stuck}  # a handler left running would not stop: recycle this worker
         raise ValueError(f"unknown op {op!r}")
 
 
