@@ -174,14 +174,14 @@ def test_export_from_an_evaluation_run_jsonl_and_parquet(tmp_path, capsys):
                 "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["samples"] == 3 * 2 + 4 * 2 and summary["rollouts"] == 4 and summary["groups"] == 2
-    assert sorted(summary["zero_variance_groups"]) == [f"{SCENARIO}/0", f"{SCENARIO}/3"]  # all complete
-    rows = read_records(tmp_path / "s.jsonl")
-    assert {r["rollout_id"] for r in rows} == {f"{SCENARIO}/{t}/{k}" for t in (0, 3) for k in (0, 1)}
-    first = next(r for r in rows if r["group_id"] == f"{SCENARIO}/0")  # rows follow the order rollouts finished in
+    assert sorted(summary["zero_variance_groups"]) == [f"eval/{SCENARIO}/0", f"eval/{SCENARIO}/3"]  # all complete
+    rows = read_records(tmp_path / "s.jsonl")  # ids <run>/<scenario>/<task>/<sample> (tests/test_train_identity.py)
+    assert {r["rollout_id"] for r in rows} == {f"eval/{SCENARIO}/{t}/{k}" for t in (0, 3) for k in (0, 1)}
+    first = next(r for r in rows if r["group_id"] == f"eval/{SCENARIO}/0")  # rows follow the order rollouts finished in
     for key in ("prompt", "completion", "messages", "reward", "advantage", "group_id", "loss_mask", "data_source",
                 "extra_info", "agent_name"):
         assert key in first
-    assert first["group_id"] == f"{SCENARIO}/0" and first["reward"] == 1.0 and first["advantage"] == 0.0
+    assert first["group_id"] == f"eval/{SCENARIO}/0" and first["reward"] == 1.0 and first["advantage"] == 0.0
     assert awm(["train", "export", str(out), "--out", str(tmp_path / "s.parquet"), "--grpo"]) == 0
     parquet = read_records(tmp_path / "s.parquet")
     assert [r["id"] for r in parquet] == [r["id"] for r in rows]

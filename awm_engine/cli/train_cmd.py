@@ -31,8 +31,10 @@ def register(verbs) -> None:
     sub.required = True
     export = sub.add_parser("export", help="one training sample per action turn of each rollout (history window, "
                                            "loss mask, step reward; GRPO advantages with --grpo)")
-    export.add_argument("run_dir", metavar="RUN_DIR",
-                        help="a rollout run directory, an evaluation run (awm eval run -k G), or a directory of runs")
+    export.add_argument("run_dir", metavar="RUN_DIR", nargs="+",
+                        help="a rollout run directory, an evaluation run (awm eval run -k G), or a directory of runs "
+                             "(repeatable); rollout ids are <run>/<scenario>/<task>/<sample>, a GRPO group is one task "
+                             "of one evaluation run, and two rollouts with one id are refused")
     export.add_argument("--window", type=_window, default=DEFAULT_WINDOW,
                         help=f"history window w: the last w turns before each turn (default {DEFAULT_WINDOW}, as the "
                              "paper trains; 'none': the whole history)")

@@ -1,6 +1,7 @@
 """GRPO groups: the G rollouts of one task (``awm eval run -k G`` records them), and their advantages.
 
-A group is keyed ``scenario/task_id``. Each rollout's advantage is ``(R − mean) / (std + eps)`` over the
+A group is one task of one evaluation run, keyed ``<run>/<scenario>/<task_id>`` (groups of two runs never mix);
+rollout runs recorded on their own (not by an evaluation) are grouped by task, ``<scenario>/<task_id>``. Each rollout's advantage is ``(R − mean) / (std + eps)`` over the
 rewards R of its group's rollouts, with the unbiased standard deviation (n − 1; as TRL's and verl's GRPO
 compute it) and ``eps`` = 1e-6 (verl's default). A group whose rewards are all equal — or that has a single
 rollout — carries no learning signal: its advantages are 0.0 and it is flagged ``zero_variance``. Every

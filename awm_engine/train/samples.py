@@ -55,6 +55,8 @@ class RolloutRecord:
     stop_reason: str | None
     verification: dict[str, Any] | None
     model_turns: dict[int, dict[str, Any]] = field(default_factory=dict)  # iteration -> model_turn event
+    group_id: str = ""  # its GRPO group: the task (``scenario/task_id``), within its evaluation run if it has one
+    run_id: str | None = None  # the evaluation run it belongs to (None: a rollout run on its own)
 
     @property
     def groups(self) -> list[list[dict[str, Any]]]:
@@ -118,7 +120,8 @@ def _tool_role(data: dict[str, Any], config: AgentConfig) -> str:
     return "tool" if vllm else "user"
 
 
-def load_rollout(run_dir: Path | str, rollout_id: str | None = None) -> RolloutRecord:
+def load_rollout(run_dir: Path | str, rollout_id: str | None = None, group_id: str | None = None,
+                 run_id: str | None = None) -> RolloutRecord:
     run_dir = Path(run_dir)
     path = run_dir / TRAJECTORY.file
     if not path.is_file():
@@ -133,42 +136,141 @@ def load_rollout(run_dir: Path | str, rollout_id: str | None = None) -> RolloutR
     scenario = str(data.get("scenario") or "")
     task_id = data.get("task_id")
     if rollout_id is None:
-        rollout_id = f"{scenario}/{task_id}/{sample}" if sample is not None else run_dir.name
-    return RolloutRecord(run_dir, rollout_id, scenario, task_id, sample, str(data.get("task") or ""),
-                         list(data.get("messages") or []), list(data.get("trajectory") or []), config,
-                         _tool_role(data, config), awm.get("stop_reason"), verification,
-                         _read_events(run_dir / EVENTS.file))
+        identity = _identity(run_dir.resolve(), scenario, task_id, sample)
+        rollout_id, group_id, run_id = identity if identity else (run_dir.name, None, None)
+    record = RolloutRecord(run_dir, rollout_id, scenario, task_id, sample, str(data.get("task") or ""),
+                           list(data.get("messages") or []), list(data.get("trajectory") or []), config,
+                           _tool_role(data, config), awm.get("stop_reason"), verification,
+                           _read_events(run_dir / EVENTS.file))
+    record.group_id = group_id or f"{scenario}/{task_id}"
+    record.run_id = run_id
+    return record
 
 
-def find_rollouts(path: Path | str) -> list[tuple[Path, str | None]]:
-    """The run directories under ``path`` with their rollout ids: ``path`` itself when it is a rollout, an
-    evaluation's rollouts in ``results.jsonl`` order (ids ``scenario/task/sample``), else every directory below
-    holding a ``trajectory.json``."""
+def _eval_run_of(run_dir: Path) -> Path | None:
+    """The evaluation run holding ``run_dir`` when it is one of its ``rollouts/<scenario>/<task>_<sample>/``."""
+    run = run_dir.parent.parent.parent
+    if run_dir.parent.parent.name == "rollouts" and (run / RESULTS.file).is_file():
+        return run
+    return None
+
+
+def _identity(run_dir: Path, scenario: str, task_id, sample: int | None) -> tuple[str, str, str] | None:
+    """(rollout id, group id, run id) of an evaluation's rollout found on its own: the run's name as its id."""
+    run = _eval_run_of(run_dir)
+    if run is None or sample is None:
+        return None
+    return f"{run.name}/{scenario}/{task_id}/{sample}", f"{run.name}/{scenario}/{task_id}", run.name
+
+
+@dataclass(frozen=True)
+class FoundRollout:
+    """A rollout to export with its identity: ``rollout_id`` unique in the export, ``group_id`` its GRPO group."""
+
+    run_dir: Path
+    rollout_id: str
+    group_id: str | None  # None: the task (``scenario/task_id``), read from the rollout
+    run_id: str | None  # the evaluation run it belongs to (None: a rollout run on its own)
+
+
+def _run_name(run: Path, root: Path, root_is_run: bool) -> str:
+    """An evaluation run's id in an export: its name when it is the exported path, else its path below it."""
+    return run.name if root_is_run else run.relative_to(root).as_posix()
+
+
+def _eval_rollouts(run: Path, run_id: str) -> list[FoundRollout]:
+    """An evaluation run's rollouts in ``results.jsonl`` order (the last line of an id wins: resume); ids
+    ``<run>/<scenario>/<task>/<sample>``, one GRPO group per task of the run."""
+    results = run / RESULTS.file
+    found: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for line in results.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        RESULTS.check(record, results)
+        run_dir = record.get("run_dir")
+        if isinstance(record.get("id"), str) and run_dir:
+            run_dir = Path(run_dir)
+            here = run / "rollouts" / run_dir.parent.name / run_dir.name  # the run's own copy (a moved or copied run)
+            if (here / TRAJECTORY.file).is_file():
+                run_dir = here
+            elif not run_dir.is_absolute() and not run_dir.exists():
+                run_dir = run / run_dir
+            found[record["id"]] = (run_dir, record)
+    out = []
+    for rid, (run_dir, record) in found.items():
+        if not (run_dir / TRAJECTORY.file).is_file():
+            continue
+        scenario, task_id = record.get("scenario"), record.get("task_id")
+        group = f"{run_id}/{scenario}/{task_id}" if scenario is not None and task_id is not None else None
+        out.append(FoundRollout(run_dir, f"{run_id}/{rid}", group, run_id))
+    if not out:  # results that name no rollout on disk: the rollouts the run directory holds
+        for path in sorted((run / "rollouts").glob(f"*/*/{TRAJECTORY.file}")):
+            match = re.fullmatch(r"(\d+)_(\d+)", path.parent.name)
+            if match:
+                scenario, (task_id, sample) = path.parent.parent.name, match.groups()
+                out.append(FoundRollout(path.parent, f"{run_id}/{scenario}/{task_id}/{sample}",
+                                        f"{run_id}/{scenario}/{task_id}", run_id))
+    return out
+
+
+def find_rollouts(path: Path | str) -> list[FoundRollout]:
+    """The rollouts under ``path`` with ids unique across everything found:
+
+    * ``path`` a rollout run directory: itself (an evaluation's rollout keeps its evaluation's identity);
+    * ``path`` an evaluation run (``results.jsonl``): its rollouts, ids ``<run>/<scenario>/<task>/<sample>`` with
+      ``<run>`` the run directory's name, grouped per task of that run;
+    * any other directory: every evaluation run below it (``<run>`` its path below ``path``, so two runs never
+      share ids or groups) and every rollout run outside them (id: its path below ``path``; grouped by task).
+    """
     path = Path(path)
     if (path / TRAJECTORY.file).is_file():
-        return [(path, None)]
-    results = path / RESULTS.file
-    if results.is_file():
-        found: dict[str, Path] = {}
-        for line in results.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            RESULTS.check(record, results)
-            run_dir = record.get("run_dir")
-            if record.get("id") and run_dir:
-                run_dir = Path(run_dir)
-                if not run_dir.is_absolute() and not run_dir.exists():
-                    run_dir = path / run_dir
-                found[record["id"]] = run_dir  # the last line of an id wins (resume)
-        runs = [(run_dir, rid) for rid, run_dir in found.items() if (run_dir / TRAJECTORY.file).is_file()]
+        return [_single(path)]
+    if (path / RESULTS.file).is_file():
+        runs = _eval_rollouts(path, _run_name(path, path, True))
         if runs:
             return runs
-    runs = [(p.parent, None) for p in sorted(path.rglob(TRAJECTORY.file))]
-    if not runs:
+    eval_runs = sorted(p.parent for p in path.rglob(RESULTS.file) if (p.parent / "rollouts").is_dir()
+                       or not (p.parent / TRAJECTORY.file).is_file())
+    eval_runs = [r for r in eval_runs if not any(o != r and o in r.parents for o in eval_runs)]
+    out: list[FoundRollout] = []
+    for run in eval_runs:
+        out += _eval_rollouts(run, _run_name(run, path, run == path))
+    for marker in sorted(path.rglob(TRAJECTORY.file)):
+        run_dir = marker.parent
+        if any(r == run_dir or r in run_dir.parents for r in eval_runs):
+            continue
+        out.append(FoundRollout(run_dir, run_dir.relative_to(path).as_posix(), None, None))
+    if not out:
         raise TrainingDataError(f"no rollouts under {path} (no {TRAJECTORY.file})")
-    return runs
+    return out
+
+
+def _single(run_dir: Path) -> FoundRollout:
+    record = TRAJECTORY.read(run_dir / TRAJECTORY.file)
+    match = re.fullmatch(r"(\d+)_(\d+)", run_dir.name)
+    identity = _identity(run_dir.resolve(), str(record.get("scenario") or ""), record.get("task_id"),
+                         int(match.group(2)) if match else None)
+    if identity:
+        return FoundRollout(run_dir, *identity)
+    return FoundRollout(run_dir, run_dir.name, None, None)
+
+
+class DuplicateRolloutError(TrainingDataError):
+    """Two rollouts of one export with one id: their samples would be mixed in one group."""
+
+
+def check_unique(found: list[FoundRollout]) -> None:
+    seen: dict[str, Path] = {}
+    for f in found:
+        if f.rollout_id in seen:
+            raise DuplicateRolloutError(
+                f"duplicate rollout id {f.rollout_id!r}: {seen[f.rollout_id]} and {f.run_dir} (a run given twice, or "
+                "two runs with one name): export them separately or rename one run directory")
+        seen[f.rollout_id] = f.run_dir
 
 
 @dataclass
@@ -199,6 +301,7 @@ class Sample:
     advantage: float | None = None
     group_size: int | None = None
     zero_variance: bool | None = None
+    run_id: str | None = None  # the evaluation run of the rollout (None: a rollout run on its own)
 
     @property
     def id(self) -> str:
@@ -223,7 +326,7 @@ class Sample:
         """The exported row: TRL's conversational ``prompt``/``completion`` (and ``messages``), verl's
         ``data_source``/``extra_info``/``agent_name``, rewards, GRPO group and advantage, and token ids."""
         record: dict[str, Any] = {
-            "id": self.id, "group_id": self.group_id, "rollout_id": self.rollout_id,
+            "id": self.id, "group_id": self.group_id, "rollout_id": self.rollout_id, "run_id": self.run_id,
             "scenario": self.scenario, "task_id": self.task_id, "sample": self.sample, "turn": self.turn,
             "num_turns": self.num_turns, "task": self.task,
             "prompt": self.prompt, "completion": self.completion, "messages": self.messages,
@@ -236,6 +339,7 @@ class Sample:
             "completion_mask": [1] * len(self.completion_ids) if self.completion_ids is not None else None,
             "data_source": f"awm/{self.scenario}", "agent_name": "awm_agent",
             "extra_info": {"scenario": self.scenario, "task_id": self.task_id, "rollout_id": self.rollout_id,
+                           "group_id": self.group_id,
                            "turn": self.turn, "run_dir": self.run_dir},
         }
         return record
@@ -274,7 +378,8 @@ def rollout_samples(record: RolloutRecord, window: int | None = DEFAULT_WINDOW,
             reward=reward, episode_reward=reward, stop_reason=record.stop_reason, label=label, is_final=last,
             is_format_error=last and record.stop_reason == "format_error", window=window,
             inference_window=inference_window, run_dir=str(record.run_dir), prompt_ids=prompt_ids,
-            completion_ids=completion_ids, group_id=f"{record.scenario}/{record.task_id}"))
+            completion_ids=completion_ids, group_id=record.group_id or f"{record.scenario}/{record.task_id}",
+            run_id=record.run_id))
     return samples, None
 
 
@@ -289,14 +394,15 @@ class SampleSet:
 def build_samples(path: Path | str | Iterable[Path | str], window: int | None = DEFAULT_WINDOW,
                   rewards: RewardConfig | None = None) -> SampleSet:
     """Every sample of every rollout under ``path`` (a rollout run directory, an evaluation run, a directory of
-    runs, or a list of those)."""
+    runs, or a list of those). ``DuplicateRolloutError`` when two of the rollouts found share an id."""
     paths = [path] if isinstance(path, (str, Path)) else list(path)
-    found: list[tuple[Path, str | None]] = []
+    found: list[FoundRollout] = []
     for p in paths:
         found += find_rollouts(p)
+    check_unique(found)
     out = SampleSet([], [], [], [])
-    for run_dir, rid in found:
-        record = load_rollout(run_dir, rid)
+    for f in found:
+        record = load_rollout(f.run_dir, f.rollout_id, f.group_id, f.run_id)
         out.rollouts.append(record)
         samples, why = rollout_samples(record, window, rewards)
         if why is not None:
