@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.segment import Segment
 
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.paths import MissingSampleEnvs
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.data.terminal import is_safe, json_visible, visible
 from awm_engine.eval.batch import RunLocked
@@ -145,9 +146,9 @@ def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED) ->
             main.close()
 
 
-# engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run):
-# every verb reports them like a CliError, as ``error: …`` with exit code 2
-INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun, RunLocked)
+# engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run, default data
+# that is missing): every verb reports them like a CliError, as ``error: …`` with exit code 2
+INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun, RunLocked, MissingSampleEnvs)
 
 
 def add_data_arg(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from awm_engine.cli.common import CliError, add_data_arg, echo, load_catalog, pr
 from awm_engine.train.export import FORMATS, MissingDependency, format_for, write_records
 from awm_engine.train.grpo import assign_advantages
 from awm_engine.train.samples import DEFAULT_WINDOW, TrainingDataError, build_samples
-from awm_engine.train.tasks import task_rows
+from awm_engine.train.tasks import NoTaskRows, task_rows
 
 
 def _window(value: str) -> int | None:
@@ -99,6 +99,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         rows = task_rows(catalog, args.scenario, args.task, system)
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
+    except NoTaskRows as exc:
+        raise CliError(str(exc)) from None
     try:
         written = write_records(rows, args.out, args.format)
     except MissingDependency as exc:

@@ -7,12 +7,34 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the awm_engine package
 
 
+SAMPLE_MARKER = "gen_scenario.jsonl"  # a directory of sample environments holds at least this file
+
+
+class MissingSampleEnvs(FileNotFoundError):
+    """The bundled sample environments are not where they should be (a broken install, or a wrong
+    ``AWM_SAMPLE_ENVS``): loading the default data would give an empty catalog."""
+
+
 def sample_envs_dir() -> Path:
-    """The bundled sample environments (``AWM_SAMPLE_ENVS`` overrides)."""
+    """The bundled sample environments: ``AWM_SAMPLE_ENVS`` when set; else the package's own copy
+    (``awm_engine/sample_envs/`` in an installed wheel, mapped from the repository's ``sample_envs/``), else the
+    repository's ``sample_envs/`` (a checkout or an editable install). ``MissingSampleEnvs`` when the directory
+    found holds no sample environments: an empty default catalog is an error, never a silent zero."""
     override = os.environ.get("AWM_SAMPLE_ENVS")
     if override:
-        return Path(override)
-    return PACKAGE_ROOT.parent / "sample_envs"
+        path = Path(override)
+        if not (path / SAMPLE_MARKER).is_file():
+            raise MissingSampleEnvs(f"AWM_SAMPLE_ENVS={override} holds no sample environments (no {SAMPLE_MARKER}): "
+                                    "point it at a directory of AWM files, or unset it")
+        return path
+    candidates = [PACKAGE_ROOT / "sample_envs", PACKAGE_ROOT.parent / "sample_envs"]
+    for path in candidates:
+        if (path / SAMPLE_MARKER).is_file():
+            return path
+    raise MissingSampleEnvs(
+        "awm's bundled sample environments are missing (looked in " + " and ".join(map(str, candidates)) +
+        "): this install of awm is incomplete; reinstall it (pip install awm, or pip install -e . in a checkout), "
+        "or give the data directories (--data DIR, Catalog.load([DIR]), AWM_SAMPLE_ENVS)")
 
 
 def cache_dir() -> Path:

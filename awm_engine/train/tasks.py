@@ -50,8 +50,14 @@ def task_key(row: dict[str, Any]) -> tuple[str, int]:
     raise KeyError("the row names no task: it needs 'scenario' and 'task_id' (or them in 'extra_info')")
 
 
+class NoTaskRows(ValueError):
+    """The selection holds no task: a trainer's dataset would be empty (and train nothing) without saying why."""
+
+
 def task_rows(catalog: Catalog, scenarios: list[str] | None = None, tasks: list[int] | None = None,
               system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """One row per selected (scenario, task) of ``catalog``; ``NoTaskRows`` when that is none (an empty catalog,
+    or task indices no selected scenario has)."""
     system = AgentConfig(system_prompt=system_prompt).system_prompt_text
     rows = []
     for s in ([catalog.get(n) for n in scenarios] if scenarios else list(catalog)):
@@ -62,4 +68,11 @@ def task_rows(catalog: Catalog, scenarios: list[str] | None = None, tasks: list[
             rows.append({"prompt": [{"role": "system", "content": system}, {"role": "user", "content": task}],
                          "scenario": s.key, "task_id": i, "data_source": f"awm/{s.key}", "agent_name": AGENT_NAME,
                          "extra_info": {"scenario": s.key, "task_id": i, "index": len(rows)}})
+    if not rows:
+        where = ", ".join(map(str, catalog.dirs)) or "no data directory"
+        if not len(catalog):
+            raise NoTaskRows(f"no task rows: the catalog of {where} holds no scenarios"
+                             + (f" ({len(catalog.errors)} load errors)" if catalog.errors else ""))
+        raise NoTaskRows(f"no task rows: no selected scenario of {where} has task {', '.join(map(str, tasks or []))} "
+                         "(task ids are 0-based positions)")
     return rows
