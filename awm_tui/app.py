@@ -7,6 +7,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from textual import events
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
@@ -86,6 +87,15 @@ class AwmApp(App):
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
         self.sandbox_summary = ""
+
+    async def on_event(self, event: events.Event) -> None:
+        """A screen that is rebuilding what keys go to (the play form) holds them before any binding or widget
+        sees them, and replays them in order when it is ready (``hold_key``)."""
+        if isinstance(event, events.Key) and self._screen_stack:
+            hold = getattr(self.screen, "hold_key", None)
+            if hold is not None and hold(event):
+                return
+        await super().on_event(event)
 
     def get_line_filters(self):
         """Textual's filters, then the net that makes any control character still in a rendered line visible

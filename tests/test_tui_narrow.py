@@ -104,7 +104,13 @@ async def open_screen(pilot, which: str, runs: Path):
         await wait_until(pilot, lambda: app.screen.tools, what="the episode and its tools")
     elif which != "rollout":
         await settle(pilot)
-    await pilot.pause(0.2)
+    # the footer is laid out (a condition, not a pause: on a busy machine the first layout comes late)
+    await wait_until(pilot, lambda: footer_laid_out(app.screen), what="the footer's keys laid out")
+
+
+def footer_laid_out(screen) -> bool:
+    keys = list(screen.query(FooterKey))
+    return bool(keys) and all(k.region.width > 0 for k in keys)  # a key that never gets a place fails the test
 
 
 @pytest.mark.parametrize("which", ["catalog", "environment", "play", "rollout", "replay", "evals", "report", "gen"])

@@ -17,9 +17,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
 
-from awm_engine.data import codeinfo
+from awm_engine.data import codeinfo, sql_box
 from awm_engine.data.catalog import Scenario
-from awm_engine.data import sql_box
 from awm_engine.data.sql_guard import Deadline
 from awm_engine.data.terminal import visible
 from awm_engine.db.templates import TemplateCache

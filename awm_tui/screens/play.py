@@ -1,12 +1,13 @@
 """Play as the agent: call tools through forms generated from their schemas, answer, verify, see the reward."""
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -27,6 +28,9 @@ from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
 
 FLAT = ("string", "integer", "number", "boolean")
+NEVER_HELD = ("escape", "ctrl+q", "ctrl+c")  # leaving the screen or the app is never made to wait for a form
+TOOL_KEYS = {"down": "cursor_down", "up": "cursor_up", "home": "first", "end": "last", "pagedown": "page_down",
+             "pageup": "page_up"}
 
 
 def is_flat(schema: dict[str, Any]) -> bool:
@@ -87,6 +91,18 @@ class PlayScreen(Screen):
         self.fields: dict[str, Input] = {}
         self.json_editor: TextArea | None = None
         self.leaving = False
+        # Input lands where it is shown. The form shown is the one of ``_built_for``; ``_want`` is the tool the
+        # list has highlighted. While they differ (a rebuild is due or under way), while the episode is opening,
+        # and until the keys held meanwhile are replayed, the app hands every key to ``hold_key`` instead of a
+        # widget; they are replayed in order once the new form is mounted, so each lands in the field it was
+        # typed for. The keys that move between tools and fields are priority bindings (handled when the app
+        # reads them, not after the widget's queue), so no key can overtake the one that moved the focus.
+        self._want: str | None = None
+        self._built_for: str | None = None
+        self._opening = True
+        self._releasing = False
+        self._held: list[events.Key] = []
+        self._build_lock = asyncio.Lock()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -130,6 +146,8 @@ class PlayScreen(Screen):
         if not self.is_attached or self.leaving:
             return
         if outcome.failure is not None:
+            self._opening = False
+            self._release_later()
             self.sub_title = "could not open the episode"
             self.query_one(Transcript).mount(Static(shown(outcome.failure, style="bold red")))
             self.notify(visible(outcome.failure), title="episode", severity="error", timeout=10, markup=False)
@@ -147,10 +165,12 @@ class PlayScreen(Screen):
             [Option(shown(t["name"]), id=t["name"]) for t in self.tools])
         self.sub_title = str(episode.run_dir)
         if self.tools:
-            await self.select_tool(self.tools[0]["name"])
+            self._want = self.tools[0]["name"]
             self.query_one("#play-tools", OptionList).highlighted = 0  # so the first down moves to the second tool
-            if not isinstance(self.focused, (Input, TextArea)):  # the player may already be typing
+            if not isinstance(self.focused, (Input, TextArea)):
                 self.query_one("#play-tools", OptionList).focus()
+        self._opening = False
+        await self.rebuild_form()
 
     def on_step(self, event) -> None:
         if not self.is_attached or self.leaving:  # the abandoned episode ends after the screen is gone
@@ -163,18 +183,84 @@ class PlayScreen(Screen):
             side.show_finished(self.episode.run_dir, event.env_errors, event.stop_reason)
 
     # -- the form ------------------------------------------------------------------------------
+    @property
+    def holding(self) -> bool:
+        """Keys wait: the episode is opening, the form shown is not the highlighted tool's, or held keys are
+        being replayed."""
+        return self._opening or self._releasing or self._want != self._built_for
+
+    def hold_key(self, event: events.Key) -> bool:
+        """Called by the app for every key before any binding or widget sees it: True when it is held."""
+        if not self.holding or self.leaving or event.key in NEVER_HELD:
+            return False
+        self._held.append(events.Key(event.key, event.character))
+        return True
+
+    def _release_later(self) -> None:
+        """Replay the held keys in the app's own queue, after every key already queued there (those are held
+        too, so the order is kept)."""
+        if not self._releasing:
+            self._releasing = True
+            self.app.call_later(self._release)
+
+    async def _release(self) -> None:
+        self._releasing = False
+        while self._held and not self.holding and self.is_attached:
+            key = self._held.pop(0)
+            await self.app.on_event(key)  # a key that highlights another tool makes the rest wait again
+        if self._held and self.holding and not self._releasing and self._want == self._built_for \
+                and not self._opening:
+            self._release_later()
+
+    def _tool_list_focused(self) -> bool:
+        return self.focused is not None and self.focused.id == "play-tools"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "move_tool":  # only in the tool list; elsewhere the key is the widget's
+            return self._tool_list_focused()
+        if action == "enter_key":  # the tool list, a form field or the answer box; elsewhere (JSON editor, buttons)
+            focused = self.focused  # enter is the widget's
+            return self._tool_list_focused() or (isinstance(focused, Input) and (
+                focused.id == "answer" or focused.has_class("arg")))
+        return True
+
+    def action_move_tool(self, key: str) -> None:
+        """↑ ↓ Home End PgUp PgDn in the tool list, handled as the key is read: the tool to show is known at once,
+        so the keys after it wait for its form."""
+        tools = self.query_one("#play-tools", OptionList)
+        getattr(tools, f"action_{TOOL_KEYS[key]}")()
+        if tools.highlighted is not None and tools.highlighted < len(self.tools):
+            self._want = self.tools[tools.highlighted]["name"]
+
+    async def action_enter_key(self) -> None:
+        """Enter, read as the app reads it: into the highlighted tool's form, call the tool, or answer."""
+        if self._tool_list_focused():
+            self._focus_form()
+        elif isinstance(self.focused, Input) and self.focused.id == "answer":
+            await self.action_submit_answer()
+        else:
+            await self.action_call_tool()
+
+    def action_next_field(self) -> None:
+        self.focus_next()
+
+    def action_previous_field(self) -> None:
+        self.focus_previous()
+
     async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option_list.id == "play-tools":
-            await self.select_tool(event.option.id)
+        if event.option_list.id == "play-tools" and event.option.id is not None:
+            self._want = event.option.id  # a click, or the keys above (which set it already)
+            await self.rebuild_form()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        """Enter on a tool: jump into its form (or straight to the Call button when it takes no arguments)."""
+        """A click on a tool: into its form (or the Call button when it takes no arguments)."""
         if event.option_list.id == "play-tools":
             self.call_after_refresh(self._focus_form)
 
     def _focus_form(self) -> None:
+        """Focus the form's first field now (``Widget.focus`` would only schedule it, after keys already read)."""
         fields = list(self.query_one("#form").query("Input, TextArea"))
-        (fields[0] if fields else self.query_one("#call", Button)).focus()
+        self.set_focus(fields[0] if fields else self.query_one("#call", Button))
 
     def action_select_all_text(self) -> None:
         """ctrl+a in a text field or the JSON editor selects all of it (the widgets' own ctrl+a goes to the line
@@ -183,12 +269,35 @@ class PlayScreen(Screen):
             self.focused.select_all()
 
     async def select_tool(self, name: str) -> None:
-        self.current = next(t for t in self.tools if t["name"] == name)
-        schema = self.current.get("inputSchema") or {}
-        form = self.query_one("#form", VerticalScroll)
-        await form.remove_children()
-        self.fields, self.json_editor = {}, None
-        description = (self.current.get("description") or "").split("### Responses")[0].strip()
+        """Show ``name``'s form (and wait until it is the one shown)."""
+        self._want = name
+        await self.rebuild_form()
+
+    async def rebuild_form(self) -> None:
+        """Build the highlighted tool's form, one rebuild at a time, until the form shown is the one wanted; the
+        screen's ``current``/``fields`` change only once the new widgets are mounted. Then the held keys go."""
+        async with self._build_lock:
+            while self._want is not None and self._want != self._built_for and self.is_attached:
+                name = self._want
+                tool = next((t for t in self.tools if t["name"] == name), None)
+                if tool is None:
+                    self._want = self._built_for
+                    break
+                widgets, fields, editor = self._form_widgets(tool)
+                form = self.query_one("#form", VerticalScroll)
+                await form.remove_children()
+                await form.mount(*widgets)
+                self.current, self.fields, self.json_editor = tool, fields, editor
+                self._built_for = name
+        if not self.holding or (self._held and self._want == self._built_for and not self._opening):
+            self._release_later()
+
+    def _form_widgets(self, tool: dict[str, Any]) -> tuple[list, dict[str, Input], TextArea | None]:
+        name = tool["name"]
+        schema = tool.get("inputSchema") or {}
+        fields: dict[str, Input] = {}
+        editor: TextArea | None = None
+        description = (tool.get("description") or "").split("### Responses")[0].strip()
         # the tool's name, description and parameters are the environment's text
         widgets: list = [Static(Text.assemble((visible(name), "bold green"), "\n", visible(description)))]
         props = schema.get("properties") or {}
@@ -208,15 +317,27 @@ class PlayScreen(Screen):
                               classes="arg", type={"integer": "integer", "number": "number"}.get(kind, "text"))
                 if not getattr(self.app, "cursor_blink", True):
                     field.cursor_blink = False
-                self.fields[pname] = field
+                fields[pname] = field
                 widgets.append(field)
             if not props:
                 widgets.append(Static(Text("no arguments", style="dim")))
         else:
             widgets.append(Label("arguments (JSON): this tool has nested parameters"))
-            self.json_editor = TextArea(json.dumps(skeleton(schema), indent=2), language=None, classes="json-args")
-            widgets.append(self.json_editor)
-        await form.mount(*widgets)
+            editor = TextArea(json.dumps(skeleton(schema), indent=2), language=None, classes="json-args")
+            widgets.append(editor)
+        return widgets, fields, editor
+
+    async def _settled(self, widgets) -> None:
+        """Wait until each widget has handled every key queued at it (a key reaches its widget's own queue; the
+        call or the answer must read what was typed before it, all of it)."""
+        done = []
+        for widget in widgets:
+            if widget.is_attached:
+                flag = asyncio.Event()
+                widget.call_later(flag.set)
+                done.append(flag)
+        for flag in done:
+            await flag.wait()
 
     def collect_arguments(self) -> dict[str, Any]:
         schema = self.current.get("inputSchema") or {}
@@ -233,9 +354,13 @@ class PlayScreen(Screen):
         return args
 
     # -- actions -------------------------------------------------------------------------------
-    def action_call_tool(self) -> None:
+    async def action_call_tool(self) -> None:
         if self.current is None or self.episode is None or self.finished is not None:
             return
+        if self._want != self._built_for:  # a click on Call while the highlighted tool's form is being built
+            self.notify("the form of the highlighted tool is still being built: call again", severity="warning")
+            return
+        await self._settled([*self.fields.values(), *([self.json_editor] if self.json_editor else [])])
         try:
             args = self.collect_arguments()
         except (ValueError, json.JSONDecodeError) as exc:
@@ -244,27 +369,28 @@ class PlayScreen(Screen):
         self.policy.queue.put_nowait(AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:8]}",
                                                                    self.current["name"], json.dumps(args))]))
 
-    def action_submit_answer(self) -> None:
+    async def action_submit_answer(self) -> None:
         if self.episode is None or self.finished is not None:
             return
         box = self.query_one("#answer", Input)
+        await self._settled([box])  # ctrl+f is read before the keys typed into the box just before it
         if not box.value.strip() and not box.has_focus:
-            box.focus()
+            self.set_focus(box)  # now: the keys after ctrl+f are the answer
             self.notify("type the final answer, then ctrl+f again (or enter)", timeout=3)
             return
         self.policy.queue.put_nowait(AssistantTurn(box.value.strip() or "(no answer)"))
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "call":
-            self.action_call_tool()
+            await self.action_call_tool()
         elif event.button.id == "submit":
-            self.action_submit_answer()
+            await self.action_submit_answer()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "answer":
-            self.action_submit_answer()
+            await self.action_submit_answer()
         elif event.input.has_class("arg"):
-            self.action_call_tool()
+            await self.action_call_tool()
 
     def action_back(self) -> None:
         self.leaving = True

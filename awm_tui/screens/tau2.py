@@ -365,7 +365,7 @@ class Tau2PlayScreen(Screen):
     ``/tool {json}`` to call a tool (``/tools`` lists yours)."""
 
     SCOPE = "play"
-    BINDINGS = bindings("play")
+    BINDINGS = bindings("play", only=("play.call", "play.answer", "play.select_all", "play.back"))
     AUTO_FOCUS = "#tau2-input"
     DEFAULT_CSS = """
     Tau2PlayScreen #tau2-play-tabs { height: 1fr; }
