@@ -57,4 +57,4 @@ async def generate_schema(ctx: GenContext, scenario: dict[str, Any], tasks: list
         shutil.rmtree(scratch, ignore_errors=True)
     if outcome.best is None:
         return outcome, None
-    return outcome, {"scenario": name, "db_schema": outcome.best.value, "db_path": str(ctx.store.database(name))}
+    return outcome, {"scenario": name, "db_schema": outcome.best.value, "db_path": ctx.store.db_path_field(name)}

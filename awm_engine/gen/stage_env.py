@@ -32,7 +32,7 @@ async def generate_env(ctx: GenContext, rows: dict[str, dict[str, Any]]) -> tupl
     tables = rows["db"]["db_schema"].get("tables") or []
     spec = rows["spec"]["api_spec"]
     wanted = operation_ids(spec)
-    db_path = str(ctx.store.database(name))
+    db_path = ctx.store.db_path_field(name)  # relative, as AWM-1K writes it (GenStore.db_path_field)
 
     messages = conversation(prompts.ENV_SYSTEM, "env", name, prompts.env_user(name, tables, spec))
 

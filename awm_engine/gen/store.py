@@ -142,6 +142,13 @@ class GenStore:
     def database(self, scenario: str) -> Path:
         return self.out / "databases" / f"{normalize_scenario_name(scenario)}.db"
 
+    def db_path_field(self, scenario: str) -> str:
+        """The ``db_path`` written into ``gen_db.jsonl`` and ``gen_envs.jsonl``: relative, as AgentWorldModel-1K's
+        ``./outputs/databases/<norm>.db`` — the reference runs from the folder holding its ``outputs/``, so the path
+        is ``./<this folder's name>/databases/<norm>.db`` (exactly AWM-1K's when the folder is named ``outputs``)
+        and stays true when the folder moves. awm itself never reads it (the spec: recompute, do not trust)."""
+        return f"./{self.out.name}/databases/{normalize_scenario_name(scenario)}.db"
+
 
 def mend(path: Path) -> None:
     """Drop a last line cut off by a kill (no trailing newline, or not JSON)."""
