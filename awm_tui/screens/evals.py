@@ -12,19 +12,16 @@ from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from awm_engine.bench.tau2.run import is_tau2_run
-from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import RunFormatError
-from awm_engine.eval.batch import work_items
 from awm_engine.eval.metrics import ERROR_CLASSES, error_class, summarize
-from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import (
     NotAnEvalRun,
     find_eval_runs,
     load_eval_config,
-    read_metadata,
 )
 
 from ..actions import bindings
+from ..views.run_view import RunView
 from ..widgets.virtual_table import VirtualTable
 from .bfcl import (
     CATEGORY_COLUMNS,
@@ -57,34 +54,6 @@ def pass_k_shown(overall: dict, k: int) -> str:
     while shown * 2 <= max(1, int(k or 1)):
         shown *= 2
     return str(shown)
-
-
-class RunView:
-    """What the dashboard knows about one run; refreshed incrementally (only new lines are read).
-    A run written by a newer awm is refused here (``NewerFormatError``), or at the first newer results line."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.config = load_eval_config(path)
-        read_metadata(path)  # checks its format version
-        self.index = ResultsIndex(path / "results.jsonl")
-        self.expected: int | None = None
-        self.error: str | None = None  # why the run cannot be followed any more
-
-    def expected_total(self) -> int | None:
-        if self.expected is None:
-            try:
-                self.expected = len(work_items(Catalog.load(self.config.data_dirs), self.config))
-            except Exception:  # noqa: BLE001 - data moved away: progress shows counts only
-                self.expected = None
-        return self.expected
-
-    def running(self) -> bool:
-        try:
-            meta = read_metadata(self.path)
-        except (OSError, ValueError):
-            return True
-        return True if meta is None else bool(meta.get("running"))
 
 
 class EvalScreen(Screen):

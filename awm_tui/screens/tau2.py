@@ -39,11 +39,11 @@ from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
 
 from ..actions import bindings
+from ..views.catalog_rows import ProblemCount, Row
+from ..views.run_view import RunView
 from ..widgets.diff_view import DiffView
 from ..widgets.problems import problems_view
 from ..widgets.transcript import Transcript
-from .catalog import ProblemCount, Row
-from .evals import RunView
 from .replay import ReplayScreen
 
 PREVIEW_ROWS = 20

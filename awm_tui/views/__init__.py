@@ -1,0 +1,1 @@
+"""Row and view types the screens share; below every screen (no screen is imported here)."""
