@@ -74,7 +74,8 @@ def test_the_package_list_is_the_source_tree_plus_the_sample_envs():
     setuptools_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(setuptools_cfg["packages"])
     assert listed - {"awm_engine.sample_envs"} == source_packages(), (
-        "pyproject.toml's [tool.setuptools] packages must list every package of the source tree")
+        "pyproject.toml's [tool.setuptools] packages must list every package of the source tree (a package missing "
+        f"there is missing from the wheel): {sorted(source_packages() ^ (listed - {'awm_engine.sample_envs'}))}")
     assert setuptools_cfg["package-dir"] == {"awm_engine.sample_envs": "sample_envs"}
     assert "*.jsonl" in setuptools_cfg["package-data"]["awm_engine.sample_envs"]
 
@@ -127,7 +128,8 @@ def test_a_wheel_installed_in_a_fresh_venv_lists_the_sample_scenarios(tmp_path):
     from awm_engine.data.catalog import Catalog
 
     src = tmp_path / "src"
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, check=True).stdout  # the working tree, as a checkout of it
     for rel in tracked.decode().split("\0"):
         if rel and not rel.startswith(("tests/", "benchmarks/", "assets/")) and (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
