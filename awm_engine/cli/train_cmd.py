@@ -11,6 +11,7 @@ from awm_engine.train.export import FORMATS, MissingDependency, format_for, writ
 from awm_engine.train.grpo import assign_advantages
 from awm_engine.train.samples import DEFAULT_WINDOW, TrainingDataError, build_samples
 from awm_engine.train.tasks import NoTaskRows, task_rows
+from awm_engine.train.tool_schemas import ToolSchemaError, endpoint_tools
 
 
 def _window(value: str) -> int | None:
@@ -62,6 +63,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         result = build_samples(args.run_dir, args.window)
     except TrainingDataError as exc:
         raise CliError(str(exc)) from None
+    kept = {s.rollout_id for s in result.samples}
+    try:
+        tools = endpoint_tools([r for r in result.rollouts if r.rollout_id in kept])
+    except ToolSchemaError as exc:
+        raise CliError(str(exc), 1) from None
+    for s in result.samples:
+        s.tools = tools.get(s.rollout_id, [])
     groups = assign_advantages(result.samples) if args.grpo else []
     try:
         written = write_records((s.to_record() for s in result.samples), args.out, fmt)

@@ -39,20 +39,44 @@ def require_pyarrow():
     return pyarrow
 
 
-def _parquet_ready(record: dict[str, Any]) -> dict[str, Any]:
-    """Messages as Parquet holds them: every message with the same keys (``content`` a string, ``tool_calls`` a
-    JSON string or null), so rows of meta and native runs share one schema."""
-    def message(m: dict[str, Any]) -> dict[str, Any]:
-        calls = m.get("tool_calls")
-        return {"role": m.get("role"), "content": m.get("content") or "",
-                "tool_calls": json.dumps(calls, ensure_ascii=False) if calls else None,
-                "tool_call_id": m.get("tool_call_id")}
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call in the OpenAI chat shape chat templates read (``function.name``, ``function.arguments`` a JSON
+    string, as the endpoint sent it)."""
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    args = fn.get("arguments")
+    return {"id": call.get("id"), "type": call.get("type") or "function",
+            "function": {"name": fn.get("name"),
+                         "arguments": args if isinstance(args, str) or args is None
+                         else json.dumps(args, ensure_ascii=False)}}
 
-    out = dict(record)
-    for key in ("prompt", "completion", "messages"):
-        if isinstance(record.get(key), list):
-            out[key] = [message(m) for m in record[key]]
-    return out
+
+def message_type(pa):
+    """The Arrow type of one message: the same fields in every row, meta and native alike."""
+    call = pa.struct([("id", pa.string()), ("type", pa.string()),
+                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
+    return pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
+                      ("tool_call_id", pa.string())])
+
+
+def _parquet_message(m: dict[str, Any]) -> dict[str, Any]:
+    calls = m.get("tool_calls")
+    return {"role": m.get("role"), "content": m.get("content") or "",
+            "tool_calls": [_tool_call(c) for c in calls] if calls else None, "tool_call_id": m.get("tool_call_id")}
+
+
+MESSAGE_COLUMNS = ("prompt", "completion", "messages")
+
+
+def _parquet_table(pa, rows: list[dict[str, Any]]):
+    """The rows as an Arrow table: message columns with ``message_type`` (``tool_calls`` a list of structs, never
+    a JSON string), every other column as pyarrow infers it."""
+    table = pa.Table.from_pylist(rows)
+    mtype = pa.list_(message_type(pa))
+    for key in MESSAGE_COLUMNS:
+        if key in table.column_names:
+            values = [[_parquet_message(m) for m in r[key]] if isinstance(r.get(key), list) else None for r in rows]
+            table = table.set_column(table.column_names.index(key), key, pa.array(values, type=mtype))
+    return table
 
 
 def write_records(records: Iterable[dict[str, Any]], path: Path | str, fmt: str | None = None) -> int:
@@ -72,7 +96,7 @@ def write_records(records: Iterable[dict[str, Any]], path: Path | str, fmt: str 
         else:
             import pyarrow.parquet as pq
 
-            pq.write_table(pa.Table.from_pylist([_parquet_ready(r) for r in rows]), tmp)
+            pq.write_table(_parquet_table(pa, rows), tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -302,6 +302,7 @@ class Sample:
     group_size: int | None = None
     zero_variance: bool | None = None
     run_id: str | None = None  # the evaluation run of the rollout (None: a rollout run on its own)
+    tools: list[dict[str, Any]] | None = None  # the tool schemas the endpoint received (train.tool_schemas)
 
     @property
     def id(self) -> str:
@@ -335,6 +336,7 @@ class Sample:
             "advantage": self.advantage, "group_size": self.group_size, "zero_variance": self.zero_variance,
             "stop_reason": self.stop_reason, "label": self.label, "is_final": self.is_final,
             "is_format_error": self.is_format_error, "window": self.window, "inference_window": self.inference_window,
+            "tools": self.tools if self.tools is not None else [],
             "prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
             "completion_mask": [1] * len(self.completion_ids) if self.completion_ids is not None else None,
             "data_source": f"awm/{self.scenario}", "agent_name": "awm_agent",

@@ -1,0 +1,76 @@
+"""The Parquet export in the shape chat templates read (issue 28, item 1): ``tool_calls`` a list of structs in the
+OpenAI chat shape (never a JSON string), one message type for meta and native rows, and a ``tools`` column with the
+tool schemas the endpoint received (native: the scenario's tools; meta: none, they are in the system prompt).
+
+``datasets`` is not in awm's stack (not installed, not a dependency), so the schema is checked field by field
+with pyarrow, which is what ``datasets`` reads Parquet with (its features come from the Arrow schema)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pa = pytest.importorskip("pyarrow", reason="Parquet export needs awm's 'train' extra")
+import pyarrow.parquet as pq  # noqa: E402
+
+from awm_engine.cli import main as awm  # noqa: E402
+from awm_engine.data.catalog import Catalog  # noqa: E402
+
+SCENARIO = "maple_library_lending"
+
+
+def export(tmp_path, mode, capsys):
+    run = tmp_path / f"eval_{mode}"
+    assert awm(["eval", "run", "--policy", "oracle", "--scenario", SCENARIO, "--task", "0", "-k", "1",
+                "--mode", mode, "--workers", "1", "--quiet", "--out", str(run)]) == 0
+    out = tmp_path / f"{mode}.parquet"
+    assert awm(["train", "export", str(run), "--out", str(out)]) == 0
+    capsys.readouterr()
+    return pq.read_table(out)
+
+
+def test_messages_and_tools_columns_have_the_chat_shape(tmp_path, capsys):
+    native, meta = export(tmp_path, "native", capsys), export(tmp_path, "meta", capsys)
+    call = pa.struct([("id", pa.string()), ("type", pa.string()),
+                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
+    message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
+                                  ("tool_call_id", pa.string())]))
+    for table in (native, meta):  # one message type in both modes: the files concatenate
+        for column in ("prompt", "completion", "messages"):
+            assert table.schema.field(column).type == message, column
+    rows = native.to_pylist()
+    first = next(r for r in rows if r["turn"] == 1)
+    (target,) = first["completion"]
+    (tc,) = target["tool_calls"]
+    assert tc["type"] == "function" and isinstance(tc["function"]["arguments"], str)
+    json.loads(tc["function"]["arguments"])  # the arguments the endpoint returned, a JSON string
+    # the tools column: the schemas the native requests carried, naming the tool the target calls
+    tools_type = native.schema.field("tools").type
+    assert pa.types.is_list(tools_type) and pa.types.is_struct(tools_type.value_type)
+    fn = tools_type.value_type.field("function").type
+    assert [fn.field(i).name for i in range(fn.num_fields)][:2] == ["name", "description"]
+    assert fn.field("parameters").type.field("type").type == pa.string()
+    names = {t["function"]["name"] for t in first["tools"]}
+    expected = {t["name"] for t in _tools()}
+    assert names == expected and tc["function"]["name"] in names
+    assert all(r["tools"] == first["tools"] for r in rows)
+    tool_results = [m for r in rows for m in r["messages"] if m["role"] == "tool"]
+    assert tool_results and all(m["tool_call_id"] and m["tool_calls"] is None for m in tool_results)
+    # meta mode: the request carried no tools (the meta-tools are in the system prompt), and no message has calls
+    assert all(r["tools"] == [] for r in meta.to_pylist())
+    assert all(m["tool_calls"] is None for r in meta.to_pylist() for m in r["messages"])
+
+
+def _tools():
+    import asyncio
+
+    from awm_engine.runtime.pool import EnvPool
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(Catalog.load().get(SCENARIO))
+            try:
+                return episode.list_tools()
+            finally:
+                await episode.close()
+    return asyncio.run(go())
