@@ -181,4 +181,4 @@ async def test_tui_shows_it_under_the_observation_and_in_the_verdict(run):
                                          "Traceback (most recent call last):\nValueError: kaboom\n"))
         await pilot.pause()
         folded = transcript.query(Collapsible).last()
-        assert folded.title == "traceback: turn 2 · boom → 500 · ValueError: kaboom" and folded.collapsed
+        assert folded.title == "traceback · turn 2 · boom → 500 · ValueError: kaboom" and folded.collapsed

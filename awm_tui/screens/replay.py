@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, T
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.replay import RunReplay
+from awm_engine.data.error_text import error_title
 from awm_engine.data.terminal import visible
 from awm_engine.runtime.episode import is_environment_error
 
@@ -114,11 +115,14 @@ class ReplayScreen(Screen):
             parts += [Text.assemble(("\n→ ", "bold green"), (visible(s.tool or s.name), "green"), " ",
                                     visible(json.dumps(s.arguments, ensure_ascii=False, default=str)))]
         if s.observation is not None:
-            parts += [Text("\n← observation", style="bold red" if s.is_error else "bold"),
+            parts += [Text("\n← observation", style="bold red" if s.is_error else "bold")]
+            if s.traceback:  # the environment's exception first: its type and message, from the environment's code
+                parts.append(Text(visible(error_title(s.observation, s.traceback)), style="bold magenta"))
+            parts += [
                       Text(visible(s.observation if len(s.observation) < 4000 else s.observation[:4000] + "…"),
                            style="red" if s.is_error else "")]
         if s.traceback:
-            parts += [Text("\ntraceback (the environment's; the model saw only the observation)", style="bold magenta"),
+            parts += [Text("\ntraceback (the environment's; the model saw only the observation)", style="bold"),
                       Text(visible(s.traceback.rstrip()), style="dim")]
         for problem in s.format_errors or []:
             parts.append(Text(visible(f"format error: {problem}"), style="yellow"))

@@ -19,6 +19,7 @@ from awm_engine.agent.rollout import (
     StepEvent,
     ToolCall,
 )
+from awm_engine.data.error_text import error_title
 from awm_engine.data.terminal import visible
 from awm_engine.runtime.episode import is_environment_error
 
@@ -70,6 +71,8 @@ class Transcript(VerticalScroll):
             if is_environment_error(event.error_kind):
                 self.env_errors += 1
             text = visible(event.text)  # the tool result: the environment's text
+            if event.traceback:  # the environment's exception first (type and message from its code)
+                widgets.append(Static(shown(error_title(event.text, event.traceback), style="bold magenta")))
             body = Static(Text(text, style="red" if event.is_error else ""))
             lines = text.count("\n") + 1
             if lines > 12 or len(text) > 1500:
@@ -81,7 +84,7 @@ class Transcript(VerticalScroll):
                                                     (text, "red" if event.is_error else ""))))
             if event.traceback:  # the environment's exception: for you, not the model
                 widgets.append(Collapsible(Static(shown(event.traceback.rstrip(), style="dim")),
-                                           title=Content(visible(f"traceback: {traceback_title(event)}")),
+                                           title=Content(visible(f"traceback · {traceback_title(event)}")),
                                            collapsed=True))
         elif isinstance(event, FormatError):
             widgets.append(Static(shown(f"format error ({event.kind}): {event.detail}", style="yellow")))

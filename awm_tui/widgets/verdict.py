@@ -12,6 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
 from awm_engine.agent.replay import traced_steps
+from awm_engine.data.error_text import error_title
 from awm_engine.data.terminal import visible
 from awm_engine.db.diff import DbDiff, diff_databases
 
@@ -52,12 +53,13 @@ def flags(report: dict[str, Any], env_errors: int) -> list[Text]:
 
 def traceback_title(step: Any) -> str:
     """``turn 3 · get_vehicle → 500 · IntegrityError: UNIQUE constraint failed: …`` for a step or an observation
-    that carries a traceback."""
+    that carries a traceback: the exception's type and message from the environment's code first."""
     what = getattr(step, "status", None) or getattr(step, "error_kind", None) or "error"
-    lines = [line for line in (getattr(step, "traceback", None) or "").strip().splitlines() if line.strip()]
-    last = lines[-1].strip() if lines else ""
-    return (f"turn {getattr(step, 'iteration', '?')} · {getattr(step, 'tool', None) or '?'} → {what}"
-            + (f" · {last}" if last else ""))
+    line = error_title(getattr(step, "text", None) or getattr(step, "observation", None),
+                       getattr(step, "traceback", None))
+    turn = getattr(step, "iteration", None)
+    tool = getattr(step, "tool", None) or "?"
+    return (f"turn {turn} · " if turn is not None else "") + f"{tool} → {what}" + (f" · {line}" if line else "")
 
 
 def render_tracebacks(steps: list[Any]) -> list[Text]:
@@ -76,14 +78,15 @@ def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reas
     untrusted (verifier and judge output, a run's record): shown with its control characters visible."""
     if not report:
         return Group(Text("Verdict", style="bold"), Text("not verified yet", style="dim"))
-    parts: list = [Text("Verdict", style="bold")]
-    parts += flags(report, env_errors)
-    parts += render_tracebacks(traced or [])
     label = visible(report.get("label", "?"))
-    parts.append(Text.assemble("label ", (label, LABEL_STYLE.get(label, "bold")),
-                               visible(f"   reward {report.get('reward')}"),
-                               "" if report.get("has_verdict", True) else "   (no verdict)",
-                               visible(f"   stop: {stop_reason}") if stop_reason else ""))
+    # label and reward first, at any size; then the warnings, each environment error's first line (its
+    # exception), and the tracebacks only after everything else (folded to the end)
+    parts: list = [Text.assemble(("Verdict  ", "bold"), "label ", (label, LABEL_STYLE.get(label, "bold")),
+                                 visible(f"   reward {report.get('reward')}"),
+                                 "" if report.get("has_verdict", True) else "   (no verdict)",
+                                 visible(f"   stop: {stop_reason}") if stop_reason else "")]
+    parts += flags(report, env_errors)
+    parts += [shown(traceback_title(step), style="bold magenta") for step in traced or []]
     if report.get("note"):
         parts.append(shown(report["note"], style="dim"))
     outcome = report.get("code")
@@ -114,6 +117,9 @@ def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reas
                       shown(json.dumps(result["evidence"], indent=2, ensure_ascii=False, default=str))]
         if result.get("error"):
             parts.append(shown(result["error"], style="red"))
+    if traced:
+        parts.append(Text("\nTracebacks (the environment's; the model saw only the observation)", style="bold"))
+        parts += render_tracebacks(traced)
     return Group(*parts)
 
 
