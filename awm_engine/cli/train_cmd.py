@@ -52,6 +52,9 @@ def register(verbs) -> None:
     tasks.add_argument("--scenario", action="append", help="only these scenarios (repeatable)")
     tasks.add_argument("--task", type=int, action="append", help="only these task indices (repeatable)")
     tasks.add_argument("--system-prompt", metavar="FILE", help="the system prompt of the rows (default: awm's own)")
+    tasks.add_argument("--tools-in-template", action="store_true",
+                       help="for a trainer whose chat template describes list_tools and call_tool (TRL's "
+                            "environment_factory): a system prompt without awm's <tools> block and call format")
     tasks.add_argument("--out", required=True, metavar="FILE", help="the output file (.jsonl or .parquet)")
     tasks.add_argument("--format", choices=list(FORMATS), default=None)
     tasks.set_defaults(func=cmd_tasks)
@@ -104,7 +107,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot read the system prompt {args.system_prompt}: {exc}") from None
     try:
-        rows = task_rows(catalog, args.scenario, args.task, system)
+        rows = task_rows(catalog, args.scenario, args.task, system, args.tools_in_template)
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
     except NoTaskRows as exc:

@@ -15,6 +15,22 @@ from awm_engine.data.catalog import Catalog
 
 AGENT_NAME = "awm_agent"  # the name the verl agent loop registers under
 
+# the system prompt of rows whose trainer describes the tools itself (TRL's environment_factory: the chat
+# template's own tools block and call format for list_tools / call_tool): awm's prompt without its <tools> block
+# and its <tool_call> format, so the model is not told about the two functions twice, in two formats
+TEMPLATE_TOOLS_SYSTEM_PROMPT = """# MCP Tools
+
+You are an agent working inside an application through its MCP tools. Solve the user's task by calling tools.
+You are already signed in as the user with id 1; never try to log in or register.
+
+You have exactly two functions, list_tools and call_tool (described with this conversation's tools).
+
+Rules:
+- Start by calling list_tools, once. Then use call_tool as often as you need.
+- Make exactly one function call per reply.
+- When the task is done (or cannot be done), reply with your final answer as plain text and no function call.
+"""
+
 
 @dataclass
 class EnvSettings:
@@ -55,9 +71,13 @@ class NoTaskRows(ValueError):
 
 
 def task_rows(catalog: Catalog, scenarios: list[str] | None = None, tasks: list[int] | None = None,
-              system_prompt: str | None = None) -> list[dict[str, Any]]:
+              system_prompt: str | None = None, tools_in_template: bool = False) -> list[dict[str, Any]]:
     """One row per selected (scenario, task) of ``catalog``; ``NoTaskRows`` when that is none (an empty catalog,
-    or task indices no selected scenario has)."""
+    or task indices no selected scenario has). ``tools_in_template``: for a trainer whose chat template describes
+    list_tools and call_tool (TRL's ``environment_factory``): ``TEMPLATE_TOOLS_SYSTEM_PROMPT`` unless
+    ``system_prompt`` is given."""
+    if system_prompt is None and tools_in_template:
+        system_prompt = TEMPLATE_TOOLS_SYSTEM_PROMPT
     system = AgentConfig(system_prompt=system_prompt).system_prompt_text
     rows = []
     for s in ([catalog.get(n) for n in scenarios] if scenarios else list(catalog)):
