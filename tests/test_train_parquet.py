@@ -74,3 +74,41 @@ def _tools():
             finally:
                 await episode.close()
     return asyncio.run(go())
+
+
+def test_rollout_rows_train_every_turn_on_the_history_it_saw(tmp_path, capsys):
+    """``--rows rollout``: one row per rollout whose ``messages`` is the whole conversation, every assistant turn
+    trained — what verl's MultiTurnSFTDataset (which trains every assistant message and reads no per-message mask)
+    and TRL's ``messages`` path do — right only for rollouts without a history window, so others are refused."""
+    full, windowed = tmp_path / "full", tmp_path / "windowed"
+    for run, extra in ((full, []), (windowed, ["--window", "1"])):
+        assert awm(["eval", "run", "--policy", "oracle", "--scenario", SCENARIO, "--task", "3", "-k", "2",
+                    "--mode", "native", "--workers", "1", "--quiet", "--out", str(run), *extra]) == 0
+    capsys.readouterr()
+    out = tmp_path / "rows.parquet"
+    assert awm(["train", "export", str(full), "--rows", "rollout", "--window", "none", "--out", str(out),
+                "--grpo", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows"] == "rollout" and summary["samples"] == summary["rollouts"] == 2
+    turn_rows = tmp_path / "turns.jsonl"
+    assert awm(["train", "export", str(full), "--window", "none", "--out", str(turn_rows)]) == 0
+    capsys.readouterr()
+    per_turn = [json.loads(line) for line in turn_rows.read_text().splitlines()]
+    table = pq.read_table(out)
+    for row in table.to_pylist():
+        turns = sorted((r for r in per_turn if r["rollout_id"] == row["id"]), key=lambda r: r["turn"])
+        assistants = [m for m in row["messages"] if m["role"] == "assistant"]
+        assert len(assistants) == len(turns) == row["num_turns"]
+        # each trained turn has exactly the context its own request had (the per-turn rows' prompts)
+        for t, turn in enumerate(turns):
+            at = [i for i, m in enumerate(row["messages"]) if m["role"] == "assistant"][t]
+            assert [m["content"] for m in row["messages"][:at]] == [m["content"] for m in turn["prompt"]]
+        assert row["loss_mask"] == [int(m["role"] == "assistant") for m in row["messages"]]
+        assert row["tools"] and row["group_id"] == f"full/{SCENARIO}/3" and row["reward"] == 1.0
+    assert "prompt" not in table.column_names and "completion" not in table.column_names
+    # a rollout that ran with a history window is refused as a whole-rollout row, and so is a window
+    assert awm(["train", "export", str(windowed), "--rows", "rollout", "--window", "none",
+                "--out", str(tmp_path / "w.parquet")]) == 2
+    assert "history window 1" in capsys.readouterr().err
+    assert awm(["train", "export", str(full), "--rows", "rollout", "--out", str(tmp_path / "x.parquet")]) == 2
+    assert "--window none" in capsys.readouterr().err

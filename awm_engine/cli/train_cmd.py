@@ -9,7 +9,7 @@ from rich.markup import escape
 from awm_engine.cli.common import CliError, add_data_arg, echo, load_catalog, print_json, print_warning, stderr
 from awm_engine.train.export import FORMATS, MissingDependency, format_for, write_records
 from awm_engine.train.grpo import assign_advantages
-from awm_engine.train.samples import DEFAULT_WINDOW, TrainingDataError, build_samples
+from awm_engine.train.samples import DEFAULT_WINDOW, ROW_KINDS, TrainingDataError, build_samples, rollout_records
 from awm_engine.train.tasks import NoTaskRows, task_rows
 from awm_engine.train.tool_schemas import ToolSchemaError, endpoint_tools
 
@@ -44,6 +44,10 @@ def register(verbs) -> None:
                         help="jsonl or parquet (default: by the file's extension; parquet needs pyarrow)")
     export.add_argument("--grpo", action="store_true",
                         help="group the rollouts by task and add advantages (R - mean) / std per group")
+    export.add_argument("--rows", choices=list(ROW_KINDS), default="turn",
+                        help="turn (default): one row per action turn, trained on that turn only (TRL: prompt/"
+                             "completion); rollout: one row per rollout, every assistant turn trained (verl's "
+                             "multi-turn SFT, TRL's messages) — needs --window none and rollouts run without one")
     export.add_argument("--json", action="store_true", help="print a summary as JSON")
     export.set_defaults(func=cmd_export)
 
@@ -62,6 +66,9 @@ def register(verbs) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     fmt = format_for(args.out, args.format)
+    if args.rows == "rollout" and args.window is not None:
+        raise CliError("--rows rollout trains every turn on the whole conversation: give --window none (and export "
+                       "rollouts that ran without a history window)")
     try:
         result = build_samples(args.run_dir, args.window)
     except TrainingDataError as exc:
@@ -74,25 +81,34 @@ def cmd_export(args: argparse.Namespace) -> int:
     for s in result.samples:
         s.tools = tools.get(s.rollout_id, [])
     groups = assign_advantages(result.samples) if args.grpo else []
+    left_out: list[tuple[str, str]] = []
+    if args.rows == "rollout":
+        records, left_out = rollout_records(result)
+        if not records:
+            raise CliError("no rollout can be a whole-rollout row: " + "; ".join(f"{r}: {w}" for r, w in left_out[:3]))
+    else:
+        records = [s.to_record() for s in result.samples]
     try:
-        written = write_records((s.to_record() for s in result.samples), args.out, fmt)
+        written = write_records(records, args.out, fmt)
     except MissingDependency as exc:
         raise CliError(str(exc)) from None
     if result.window_mismatch:
         print_warning(f"{len(result.window_mismatch)} of {len(result.rollouts)} rollouts ran with another history "
                       f"window than --window {args.window}: their samples show a context the model did not see "
                       "(their token ids are left out); roll out with --window to train on what inference sees")
-    for rid, why in result.skipped:
+    for rid, why in result.skipped + left_out:
         stderr.print(f"skipped {escape(rid)}: {escape(why)}")
     zero = [g for g in groups if g.zero_variance]
-    summary = {"out": str(args.out), "format": fmt, "window": args.window, "samples": written,
-               "rollouts": len(result.rollouts) - len(result.skipped), "skipped": len(result.skipped),
+    summary = {"out": str(args.out), "format": fmt, "window": args.window, "rows": args.rows, "samples": written,
+               "rollouts": len(result.rollouts) - len(result.skipped) - len(left_out),
+               "skipped": len(result.skipped) + len(left_out),
                "groups": len(groups) if args.grpo else None,
                "zero_variance_groups": [g.group_id for g in zero] if args.grpo else None}
     if args.json:
         print_json({**summary, "group_stats": [g.to_dict() for g in groups]})
     else:
-        echo(f"{written} samples from {summary['rollouts']} rollouts -> {args.out} ({fmt})"
+        echo(f"{written} {'samples' if args.rows == 'turn' else 'rollout rows'} from {summary['rollouts']} rollouts -> "
+             f"{args.out} ({fmt})"
               + (f"; {len(groups)} groups, {len(zero)} with zero variance" if args.grpo else ""))
     return 0
 

@@ -385,6 +385,44 @@ def rollout_samples(record: RolloutRecord, window: int | None = DEFAULT_WINDOW,
     return samples, None
 
 
+ROW_KINDS = ("turn", "rollout")
+
+
+def rollout_record(samples: list[Sample]) -> dict[str, Any]:
+    """One row for a whole rollout (``awm train export --rows rollout``): ``messages`` the full conversation
+    (the last request and its answer) with every assistant turn trained — what verl's ``MultiTurnSFTDataset`` and
+    TRL's ``messages`` path do with it; ``loss_mask`` marks the assistant messages. Right only when every turn saw
+    the whole history (history window none at inference and export), which the caller checks."""
+    last = samples[-1]
+    record = last.to_record()
+    for key in ("prompt", "completion", "loss_spans", "prompt_ids", "completion_ids", "completion_mask", "turn",
+                "is_final", "is_format_error"):
+        record.pop(key, None)
+    messages = last.messages
+    record.update({"id": last.rollout_id, "messages": messages,
+                   "loss_mask": [1 if m.get("role") == "assistant" else 0 for m in messages],
+                   "reward": last.episode_reward})
+    record["extra_info"] = {k: v for k, v in record["extra_info"].items() if k != "turn"}
+    return record
+
+
+def rollout_records(result: "SampleSet") -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The rows of ``--rows rollout`` and the rollouts left out (id, why): those that ran with a history
+    window, whose turns did not see the whole conversation a rollout row trains them on."""
+    by_rollout: dict[str, list[Sample]] = {}
+    for sample in result.samples:
+        by_rollout.setdefault(sample.rollout_id, []).append(sample)
+    rows, left_out = [], []
+    for rid, samples in by_rollout.items():
+        window = samples[-1].inference_window
+        if window is not None or samples[-1].window is not None:
+            left_out.append((rid, f"ran with history window {window}: a whole-rollout row would train its turns on "
+                                  "a history they did not see (export it with --rows turn)"))
+            continue
+        rows.append(rollout_record(sorted(samples, key=lambda x: x.turn)))
+    return rows, left_out
+
+
 @dataclass
 class SampleSet:
     samples: list[Sample]
