@@ -165,8 +165,20 @@ class AwmApp(App):
         return find_rollout_runs(self.runs_root, limit)
 
     def open_evaluations(self, selected: Path | str | None = None) -> None:
+        """The dashboard on the runs under ``--runs``/eval, or beside ``selected`` (a run, opened), or in it (a folder
+        of runs); anything else is said, and the dashboard says what it holds."""
+        from awm_engine.eval.runs import find_eval_runs, is_eval_run
+
         from .screens.evals import EvalScreen
 
+        if selected and not is_eval_run(Path(selected)):
+            if find_eval_runs(selected):
+                self.push_screen(EvalScreen(Path(selected)))
+                return
+            self.notify(visible(f"{selected}: not an evaluation run, nor a folder of them"), title="evaluations",
+                        severity="error", markup=False, timeout=10)
+            self.push_screen(EvalScreen(Path(selected)))
+            return
         root = Path(selected).parent if selected else self.runs_root / "eval"
         self.push_screen(EvalScreen(root, Path(selected) if selected else None))
 
@@ -230,6 +242,30 @@ class AwmApp(App):
             self.push_screen(HelpScreen(self.keymap))
 
 
+def unusable_argument(args: argparse.Namespace) -> str | None:
+    """Why an argument of awm-tui cannot be used (None when all can): a path that is not there, a file where a
+    directory is wanted, a directory that is not a run of the kind asked for."""
+    from awm_engine.eval.runs import find_eval_runs, is_eval_run
+
+    for option, paths in (("--data", args.data or []), ("--report", args.report or [])):
+        for path in paths:
+            if not Path(path).is_dir():
+                return f"{option} {path}: not a directory"
+    if args.eval:
+        if not Path(args.eval).is_dir():
+            return f"--eval {args.eval}: not a directory"
+        if not is_eval_run(Path(args.eval)) and not find_eval_runs(args.eval):
+            return (f"--eval {args.eval}: neither an evaluation run nor a folder of them (a run holds config.json "
+                    "and results.jsonl, written by awm eval run --out DIR or awm bench … run)")
+    if args.replay and not Path(args.replay).is_dir():
+        return f"--replay {args.replay}: not a directory"
+    if args.gen and Path(args.gen).exists() and not Path(args.gen).is_dir():
+        return f"--gen {args.gen}: not a directory"
+    if args.tau2_data and not Path(args.tau2_data).is_dir():
+        return f"--tau2-data {args.tau2_data}: not a directory"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     harden_parent()  # nothing this process starts can read its environment (API keys) through /proc
     parser = argparse.ArgumentParser(prog="awm-tui", description="Browse, play and evaluate AWM environments.")
@@ -249,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gen", metavar="DIR",
                         help="open the generation run view on this awm gen --out directory (as awm gen status DIR)")
     args = parser.parse_args(argv)
+    problem = unusable_argument(args)
+    if problem:
+        parser.error(problem)  # exit 2 with the reason, as the CLI does, before the terminal is taken over
     if args.unsafe_no_sandbox:
         os.environ["AWM_UNSAFE_NO_SANDBOX"] = "1"
     tau2 = None

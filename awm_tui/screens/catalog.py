@@ -1,6 +1,7 @@
 """The catalog: every loaded environment, filtered as you type, sortable, with counts, health and problems."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
@@ -8,6 +9,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.catalog_rows import CatalogRow
+from awm_engine.data.terminal import visible
 
 from ..actions import bindings
 from ..views.catalog_rows import Row, health_cell, problem_cell
@@ -33,6 +35,8 @@ class CatalogScreen(Screen):
         self.sort_column = 0
         self.sort_reverse = False
         self.needle = ""
+        self.empty_reason: str | None = None  # why nothing is listed (said in the status line, not "0 of 0")
+        self._cells_timer = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -52,7 +56,11 @@ class CatalogScreen(Screen):
 
     @work(thread=True, exclusive=True, group="catalog")
     def load_catalog(self) -> None:
-        catalog = Catalog.load(self.data_dirs)
+        try:
+            catalog = Catalog.load(self.data_dirs)
+        except Exception as exc:  # noqa: BLE001 - a data directory that cannot be read: said, not a crash
+            self.app.call_from_thread(self._unusable, f"the data cannot be read: {type(exc).__name__}: {exc}")
+            return
         rows = catalog_rows(catalog)
         if getattr(self.app, "tau2_data", None) is not None:  # τ²-bench's domains (awm-tui --tau2-data)
             from .tau2 import tau2_rows
@@ -76,10 +84,44 @@ class CatalogScreen(Screen):
                 row.problems = fresh.problems
                 self.refill()
 
+    def _unusable(self, why: str) -> None:
+        self.empty_reason = why
+        self.query_one("#status", Static).update(Text(visible(why), style="bold red"))
+        self.notify(visible(why), title="catalog", severity="error", markup=False, timeout=15)
+
     def _loaded(self, catalog: Catalog, rows: list[Row]) -> None:
         self.catalog = catalog
         self.app.catalog = catalog
         self.rows = rows
+        self.refill()
+        if not rows:
+            where = ", ".join(str(d) for d in catalog.dirs) or "the data directories"
+            why = (f"no AWM environments in {where}: an AWM data directory holds gen_envs.jsonl, gen_scenario.jsonl, "
+                   "gen_tasks.jsonl … (awm catalog list --data DIR says what is wrong)")
+            self._unusable(why)
+        if self._cells_timer is None:
+            self._cells_timer = self.set_interval(5.0, self.refresh_cells)
+
+    @work(thread=True, exclusive=True, group="catalog-cells")
+    def refresh_cells(self) -> None:
+        """Health and problems written by other processes (``awm env test``, ``awm env doctor``) while open."""
+        catalog = self.catalog
+        if catalog is None:
+            return
+        changed = []
+        for row in list(self.rows):
+            if row.key not in catalog:
+                continue
+            scenario = catalog.get(row.key)
+            cells = (health_cell(scenario), problem_cell(scenario))
+            if cells != (row.health, row.problems):
+                changed.append((row, cells))
+        if changed:
+            self.app.call_from_thread(self._cells_changed, changed)
+
+    def _cells_changed(self, changed) -> None:
+        for row, (health, problems) in changed:
+            row.health, row.problems = health, problems
         self.refill()
 
     # -- table --------------------------------------------------------------------------------
@@ -90,14 +132,17 @@ class CatalogScreen(Screen):
 
     def refill(self) -> None:
         table = self.query_one(VirtualTable)
-        visible = self.visible_rows()
-        table.set_rows([r.cells() for r in visible], [r.key for r in visible])
+        listed = self.visible_rows()
+        table.set_rows([r.cells() for r in listed], [r.key for r in listed])
         catalog = self.catalog
         errors = len(catalog.errors) if catalog else 0
         names = ", ".join(getattr(d, "name", str(d)) for d in (catalog.dirs if catalog else []))
         arrow = "↓" if self.sort_reverse else "↑"
+        if self.empty_reason and not self.rows:
+            self.query_one("#status", Static).update(Text(visible(self.empty_reason), style="bold red"))
+            return
         self.query_one("#status", Static).update(
-            f"{len(visible)} of {len(self.rows)} environments · {names} · sorted by {COLUMNS[self.sort_column]} "
+            f"{len(listed)} of {len(self.rows)} environments · {names} · sorted by {COLUMNS[self.sort_column]} "
             f"{arrow}" + (f" · {errors} data errors (awm catalog list shows them)" if errors else ""))
 
     def selected_key(self) -> str | None:

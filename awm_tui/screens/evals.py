@@ -92,6 +92,15 @@ class EvalScreen(Screen):
         self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
         self.reload_runs()
         self.set_interval(1.0, self.poll)
+        self.set_interval(2.0, self.rescan)  # runs started by other processes while the dashboard is open
+
+    def rescan(self) -> None:
+        """List runs that appeared under the root since (another process's ``awm eval run``), keeping the run shown."""
+        found = {r.resolve() for r in find_eval_runs(self.root)}
+        if found - {r.resolve() for r in self.runs}:
+            if self.view is not None:
+                self.selected = self.view.path
+            self.reload_runs()
 
     def reload_runs(self) -> None:
         found = find_eval_runs(self.root, newest_first=True)
