@@ -164,7 +164,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         reasoning = ((report.judge or {}).get("judge_result") or {}).get("reasoning")
         if reasoning:  # the judge model's words: its control characters made visible
             echo(f"judge: {str(reasoning)[:500]}")
-    return 0
+    return 0 if report.has_verdict else 1  # no verdict (judge_error): nothing was scored
 
 
 def cmd_fake_llm(args: argparse.Namespace) -> int:

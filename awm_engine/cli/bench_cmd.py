@@ -167,7 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             accuracy = "-" if p.mean_reward is None else f"{100 * p.mean_reward:.1f}%"
             last = f" · {record['category']}" if record else ""
             bar.update(job, total=p.total, completed=p.done,
-                       stats=f"accuracy {accuracy} · errors {p.errors}" + (f" · resumed {p.skipped}" if p.skipped
+                       stats=f"accuracy {accuracy} · errored {p.errors}" + (f" · resumed {p.skipped}" if p.skipped
                                                                            else "") + last)
 
         try:
@@ -183,6 +183,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if meta["totals"]["errors"]:
         stderr.print(f"{meta['totals']['errors']} entries errored (not scored); rerun them with "
                      f"awm bench bfcl run --resume {out}")
+    if not meta["totals"].get("scored"):  # nothing was scored: the run tells nothing
+        stderr.print("[red]nothing was scored[/red]")
+        return 1
     return 0
 
 

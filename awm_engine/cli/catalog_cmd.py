@@ -12,6 +12,7 @@ from awm_engine.cli.common import (
     add_data_arg,
     get_scenario,
     load_catalog,
+    print_fitted,
     print_json,
     shown,
     stdout,
@@ -46,16 +47,29 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"scenarios": [r.to_dict() for r in rows], "issues": [str(i) for i in catalog.issues]})
         return 0
-    table = RichTable(title=f"{len(rows)} environments")
-    for col in ("scenario", "tables", "tools", "tasks", "rows", "sql verifiers", "code verifiers", "solutions"):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
-    for r in rows:
-        table.add_row(escape(r.scenario), str(r.tables if r.tables is not None else "-"),
-                      r.tools_cell(), str(r.tasks), r.rows_cell(),
-                      r.coverage("sql"), r.coverage("code"), str(r.reference_solutions or "-"),
-                      style="red" if r.issues else None)
-    stdout.print(table)
+    cells = {
+        "tables": lambda r: str(r.tables if r.tables is not None else "-"), "tools": lambda r: r.tools_cell(),
+        "tasks": lambda r: str(r.tasks), "rows": lambda r: r.rows_cell(),
+        "sql verifiers": lambda r: r.coverage("sql"), "code verifiers": lambda r: r.coverage("code"),
+        "solutions": lambda r: str(r.reference_solutions or "-"),
+    }
+
+    def build(columns: list[str]) -> RichTable:
+        table = RichTable(title=f"{len(rows)} environments")
+        # the scenario key is what --scenario takes: never cut (other columns wrap or are left out first)
+        table.add_column("scenario", no_wrap=True, overflow="fold")
+        for col in columns[1:]:
+            table.add_column(col, justify="right")
+        for r in rows:
+            table.add_row(escape(r.scenario), *(cells[c](r) for c in columns[1:]), style="red" if r.issues else None)
+        return table
+
+    print_fitted(build, ["scenario", *cells], LIST_DROP_ORDER)
     return 0
+
+
+# the columns ``catalog list`` leaves out first when the terminal is narrow (scenario, tasks, verifiers stay)
+LIST_DROP_ORDER = ("rows", "solutions", "tables", "tools", "sql verifiers")
 
 
 def details(s: Scenario) -> dict:
@@ -77,7 +91,7 @@ def details(s: Scenario) -> dict:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    catalog = load_catalog(args, quiet=args.json)
+    catalog = load_catalog(args, quiet=args.json, only=[args.scenario])
     s = get_scenario(catalog, args.scenario)
     data = details(s)
     if args.json:

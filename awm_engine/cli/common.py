@@ -12,16 +12,18 @@ import argparse
 import asyncio
 import inspect
 import json
+import os
 import signal
 import sys
 import threading
-from typing import Any, Coroutine, Iterable
+from typing import Any, Callable, Coroutine, Iterable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.segment import Segment
 
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.names import normalize_scenario_name
 from awm_engine.data.paths import MissingSampleEnvs
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.data.terminal import is_safe, json_visible, visible
@@ -54,8 +56,9 @@ def _safe_segments(buffer: Iterable[Segment]):
 
 
 stdout = SafeConsole(soft_wrap=True)
-if not stdout.is_terminal:
-    stdout = SafeConsole(soft_wrap=True, width=160)
+if not stdout.is_terminal:  # a pipe or file: 160 columns, unless COLUMNS says otherwise
+    _columns = os.environ.get("COLUMNS", "")
+    stdout = SafeConsole(soft_wrap=True, width=int(_columns) if _columns.isdigit() and int(_columns) > 0 else 160)
 # narration never wraps (a path cut in two cannot be pasted back); tables on stderr still fit a terminal
 stderr = SafeConsole(stderr=True, soft_wrap=True, highlight=False)
 
@@ -156,12 +159,22 @@ def add_data_arg(parser: argparse.ArgumentParser) -> None:
                         help="AWM data directory (repeatable); default: the bundled sample_envs/")
 
 
-def load_catalog(args: argparse.Namespace, quiet: bool = False) -> Catalog:
+def load_catalog(args: argparse.Namespace, quiet: bool = False, only: Iterable[str] | None = None) -> Catalog:
+    """The catalog of ``--data``, its issues printed on stderr (unless ``quiet``). With ``only`` (scenario names),
+    just those scenarios' issues are printed, and a count of the others (``awm catalog list`` shows them all)."""
     catalog = Catalog.load(args.data)
     if not quiet:
-        for issue in catalog.issues:
+        issues = catalog.issues
+        if only:
+            keys = {normalize_scenario_name(name) for name in only}
+            issues = [i for i in catalog.issues if i.scenario in keys]
+            others = len(catalog.issues) - len(issues)
+        for issue in issues:
             colour = "red" if issue.level == "error" else "yellow"
             stderr.print(f"[{colour}]{shown(issue)}[/{colour}]", highlight=False, markup=True)
+        if only and others:
+            stderr.print(f"[dim]{others} catalog {'issue' if others == 1 else 'issues'} of other scenarios or "
+                         "files not shown (awm catalog list shows them)[/dim]", highlight=False)
     if not len(catalog):
         raise CliError("no scenarios found in " + ", ".join(map(str, catalog.dirs)))
     return catalog
@@ -182,3 +195,34 @@ def print_warning(message: str) -> None:
 def print_json(data: Any) -> None:
     """JSON on stdout: ``json.dumps`` escapes C0 controls; ``json_visible`` the DEL, C1 and bidi controls it leaves."""
     sys.stdout.write(json_visible(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
+
+
+def fit_columns(build: Callable[[list[str]], Any], columns: list[str], drop_order: Iterable[str],
+                console: Console | None = None) -> tuple[Any, list[str]]:
+    """The table ``build(shown_columns)`` with as many of ``columns`` as fit ``console``'s width: while its narrowest
+    rendering is wider than the console, the next column of ``drop_order`` is left out. Key columns (never in
+    ``drop_order``) are built ``no_wrap`` by the caller, so they are never cut: other columns wrap or go first.
+    Returns (table, the columns left out)."""
+    console = console or stdout
+    shown_columns, dropped = list(columns), []
+    table = build(shown_columns)
+    for name in drop_order:
+        if console.measure(table).minimum <= console.width:
+            break
+        if name in shown_columns:
+            shown_columns.remove(name)
+            dropped.append(name)
+            table = build(shown_columns)
+    return table, dropped
+
+
+def print_fitted(build: Callable[[list[str]], Any], columns: list[str], drop_order: Iterable[str],
+                 console: Console | None = None) -> list[str]:
+    """Print ``fit_columns``'s table, and a line naming the columns left out (``--json`` has them)."""
+    console = console or stdout
+    table, dropped = fit_columns(build, columns, drop_order, console)
+    console.print(table)
+    if dropped:
+        console.print(f"[dim]({len(dropped)} {'column' if len(dropped) == 1 else 'columns'} left out at this width: "
+                      f"{escape(', '.join(dropped))}; widen the terminal or use --json)[/dim]", highlight=False)
+    return dropped

@@ -51,8 +51,15 @@ def register(verbs) -> None:
     diff.set_defaults(func=cmd_diff)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 table``, ``2 tables``: a count with its noun agreeing."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    catalog = load_catalog(args, quiet=args.json)
+    """Exit 0 when at least one usable database (one with a table) was built, 1 when none was; the summary names
+    every scenario whose build failed (no schema: no file is written)."""
+    catalog = load_catalog(args, quiet=args.json, only=args.scenario)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
     templates = TemplateCache() if args.refresh else None
     out = Path(args.out) if args.out else templates.root
@@ -64,23 +71,30 @@ def cmd_build(args: argparse.Namespace) -> int:
         for s in scenarios:
             progress.update(job, description=f"building {s.key}")
             reports.append(templates.get(s, rebuild=True)[1] if templates else
-                           build_database_sandboxed(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db"))
+                           build_database_sandboxed(s.key, s.db_schema, s.sample_data, out / f"{s.key}.db",
+                                                    placeholder=False))
             progress.advance(job)
     payload = [r.to_dict() for r in reports]
+    usable = [r for r in reports if r.usable]
+    failed = [r for r in reports if not r.usable]
+    code = 0 if usable else 1
     if not args.refresh:
         (out / "build_report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
     if args.json:
         print_json(payload)
-        return 0
-    table = RichTable(title=Text(f"{'rebuilt the templates of' if args.refresh else 'built'} {len(reports)} "
-                                 f"databases in {out}"))
+        return code
+    verb = "rebuilt the templates of" if args.refresh else "built"
+    title = f"{verb} {plural(len(usable), 'database')} in {out}"
+    if failed:
+        title += f"; {len(failed)} failed"
+    table = RichTable(title=Text(title))
     for col in ("scenario", "tables ok", "tables failed", "inserts ok", "inserts failed", "rows", "seconds",
                 "time-dependent"):
-        table.add_column(col, justify="left" if col == "scenario" else "right")
+        table.add_column(col, justify="left" if col == "scenario" else "right", no_wrap=col == "scenario")
     for r in reports:
         table.add_row(Text(visible(r.scenario)), str(r.tables_ok), str(r.tables_failed), str(r.inserts_ok), str(r.inserts_failed),
                       str(sum(r.row_counts.values())), f"{r.seconds:.2f}", "yes" if r.time_dependent else "",
-                      style="red" if r.fatal else ("yellow" if r.failures else None))
+                      style="red" if r.fatal or not r.usable else ("yellow" if r.failures else None))
     stdout.print(table)
     for r in reports:
         if r.fatal:
@@ -88,9 +102,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         for f in r.failures:
             stdout.print(f"[yellow]{escape(r.scenario)}[/yellow] {f.phase} {escape(f.table)}: {escape(f.error)}\n"
                          f"    [dim]{escape(f.statement[:300])}[/dim]")
+    if failed:
+        stdout.print(f"[red]failed (no usable database): {escape(', '.join(r.scenario for r in failed))}[/red]")
     if not args.refresh:
         stdout.print(f"report: {out / 'build_report.json'}")
-    return 0
+    return code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -102,7 +118,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print_json(diff.to_dict())
         return 0
     counts = diff.counts()
-    stdout.print(f"{counts['tables']} tables changed: +{counts['inserted']} -{counts['deleted']} ~{counts['updated']}")
+    stdout.print(f"{plural(counts['tables'], 'table')} changed: +{counts['inserted']} -{counts['deleted']} "
+                 f"~{counts['updated']}")
     for t in diff.tables:
         stdout.rule(escape(f"{t.table} ({t.status}; key {', '.join(t.key_columns)})"))
         for row in t.inserted:

@@ -317,17 +317,18 @@ async def _test(args: argparse.Namespace) -> int:
 
     results = await over_scenarios(args, scenarios, "testing environments", check)
     reports = [r for r, _ in results]
+    verdicts = [test_verdict(r.status, d.counts()) for r, d in results]
     if args.json:
-        print_json([{**r.to_dict(), "problem_counts": d.counts(), "problems": [p.to_dict() for p in d.problems]}
-                    for r, d in results])
+        print_json([{**r.to_dict(), "verdict": v, "problem_counts": d.counts(),
+                     "problems": [p.to_dict() for p in d.problems]} for (r, d), v in zip(results, verdicts)])
     else:
-        table = RichTable(title=f"health of {len(reports)} environments")
+        table = RichTable(title=f"health of {len(reports)} environment{'' if len(reports) == 1 else 's'}")
         for col in ("scenario", "status", "loads", "tools", "GET calls", "ok", "5xx", "4xx", "other", "seconds",
                     "problems"):
             table.add_column(col, justify="left" if col in ("scenario", "status", "problems") else "right")
-        for r, d in results:
-            colour = {"ok": "green", "errors": "yellow", "broken": "red"}[r.status]
-            table.add_row(shown(r.scenario), f"[{colour}]{r.status}[/{colour}]", "yes" if r.loads else "no",
+        for (r, d), verdict in zip(results, verdicts):
+            colour = {"ok": "green", "errors": "yellow", "broken": "red"}[verdict]
+            table.add_row(shown(r.scenario), f"[{colour}]{verdict}[/{colour}]", "yes" if r.loads else "no",
                           str(r.tools), str(r.get_tools), str(r.calls_ok), str(r.calls_5xx), str(r.calls_4xx),
                           str(r.calls_other_error), f"{r.seconds:.2f}", shown(d.summary()))
         stdout.print(table)
@@ -339,7 +340,16 @@ async def _test(args: argparse.Namespace) -> int:
                 stdout.print(f"[yellow]{shown(r.scenario)}: {shown(tool)}: {shown(schema_problem_note(error))}[/yellow]")
         if any(d.problems for _, d in results):
             stdout.print("awm env doctor SCENARIO lists the problems")
+    # 1: an environment does not load (one with errors loads: its status says errors, never ok)
     return 0 if all(r.loads for r in reports) else 1
+
+
+def test_verdict(health: str, counts: dict[str, int]) -> str:
+    """``awm env test``'s status of one environment: ``broken`` (does not load), ``errors`` (loads, but a GET call
+    errored or the doctor lists an error), ``ok`` (neither). Never ``ok`` while the doctor lists errors."""
+    if health == "broken":
+        return "broken"
+    return "errors" if health != "ok" or counts.get("error") else "ok"
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -394,7 +404,7 @@ async def _doctor(args: argparse.Namespace) -> int:
                              highlight=False)
         for note in d.notes:  # checks that do not apply to this kind of environment (τ² domains), and why
             stdout.print(f"  [dim]note    {escape(note)}[/dim]", highlight=False)
-    stdout.print(f"{len(diagnoses)} environments: {summarize(counts)} (--json has every field)")
+    stdout.print(f"{len(diagnoses)} environment{'' if len(diagnoses) == 1 else 's'}: {summarize(counts)} (--json has every field)")
     return 0
 
 

@@ -14,6 +14,7 @@ from awm_engine.cli.common import (
     add_data_arg,
     echo,
     interrupted_code,
+    print_fitted,
     print_json,
     print_warning,
     run_async,
@@ -30,7 +31,7 @@ from awm_engine.cli.options import (
     judge_from_args,
 )
 from awm_engine.data.paths import sample_envs_dir
-from awm_engine.eval.batch import EvalConfig, preflight, run_evaluation
+from awm_engine.eval.batch import EvalConfig, preflight, run_evaluation, run_outcome
 from awm_engine.eval.report import (
     COMPARED,
     aggregates,
@@ -76,7 +77,7 @@ def register(verbs) -> None:
     run.add_argument("--quiet", action="store_true")
     run.set_defaults(func=cmd_run)
 
-    report = sub.add_parser("report", help="metrics of a run: reward, completion, pass@k, pass^k, errors")
+    report = sub.add_parser("report", help="metrics of a run: reward, completion, pass@k, pass^k, failures")
     report.add_argument("run_dir")
     output = report.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true")
@@ -160,10 +161,14 @@ def _run_tau2(args: argparse.Namespace, domains: list[str] | None) -> int:
     _print_report(meta)
     stderr.print(f"run directory: {out.resolve()} (τ²'s metrics: awm bench tau2 report {out})")
     overall = meta.get("overall") or {}
-    errors, rollouts = overall.get("errored") or 0, overall.get("rollouts") or 0
+    errors = overall.get("errored") or 0
     if errors:
-        stderr.print(f"{errors} simulation(s) errored (see results.jsonl); rerun them with: awm eval run --resume {out}")
-    return 1 if rollouts and errors >= rollouts else 0
+        stderr.print(f"{_n(errors, 'simulation')} errored (see results.jsonl); rerun them with: "
+                     f"awm eval run --resume {out}")
+    outcome = run_outcome(overall)  # nothing scored (every simulation errored, or none got a verdict): exit 1
+    if outcome["exit_code"]:
+        stderr.print(f"[red]{shown(outcome['reason'])}[/red]", highlight=False)
+    return outcome["exit_code"]
 
 
 def _metadata(run_dir) -> dict:
@@ -198,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         def on_progress(p, record) -> None:
             mean = f"{p.mean_reward:.3f}" if p.mean_reward is not None else "-"
             bar.update(job, total=p.total, completed=p.done,
-                       stats=f"mean reward {mean} · errors {p.errors}" + (f" · resumed {p.skipped}" if p.skipped else ""))
+                       stats=f"mean reward {mean} · errored {p.errors}" + (f" · resumed {p.skipped}" if p.skipped else ""))
 
         try:
             meta = run_async(run_evaluation(config, out, endpoint, judge, resume=bool(args.resume),
@@ -211,26 +216,50 @@ def cmd_run(args: argparse.Namespace) -> int:
             return interrupted_code(exc)
     _print_report(meta)
     stderr.print(f"run directory: {out.resolve()}")
-    errors = (meta.get("overall") or {}).get("errored") or 0
+    overall = meta.get("overall") or {}
+    errors = overall.get("errored") or 0
     if errors:
-        stderr.print(f"{errors} rollout(s) errored (see results.jsonl); rerun them with: awm eval run --resume {out}")
-    rollouts = (meta.get("overall") or {}).get("rollouts") or 0
-    return 1 if rollouts and errors >= rollouts else 0
+        stderr.print(f"{_n(errors, 'rollout')} errored (see results.jsonl); rerun them with: "
+                     f"awm eval run --resume {out}")
+    outcome = meta.get("outcome") or run_outcome(overall, config.verify != "none")
+    if outcome["exit_code"]:
+        stderr.print(f"[red]{shown(outcome['reason'])}[/red]", highlight=False)
+    return outcome["exit_code"]
 
 
-def _print_report(meta: dict) -> None:
+def _n(count: int, word: str) -> str:
+    """``1 rollout``, ``3 rollouts``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _print_report(meta: dict, console=None) -> None:
     ks = pass_ks(meta)
-    # a run's record is untrusted text (its scenario names come from environment data): shown() in every cell
-    table = RichTable(title=shown(f"{meta.get('model')} · k={meta.get('k')} · {meta['overall']['rollouts']} rollouts"))
-    for col in ["scenario", "rollouts", "mean reward", "completion"] + [f"pass@{k}" for k in ks] + \
-            [f"pass^{k}" for k in ks] + ["errors"]:
-        table.add_column(col, justify="left" if col == "scenario" else "right")
-    for name, agg in aggregates(meta):
-        errors = ", ".join(f"{c} {n}" for c, n in agg["errors"].items() if n) or "-"
-        table.add_row(shown(name), str(agg["rollouts"]), fmt(agg["mean_reward"]), fmt(agg["completion_rate"]),
-                      *[fmt(agg["pass_at_k"].get(k)) for k in ks], *[fmt(agg["pass_hat_k"].get(k)) for k in ks],
-                      shown(errors), style="bold" if name == "overall" else None)
-    stdout.print(table)
+    columns = ["scenario", "rollouts", "mean reward", "completion"] + [f"pass@{k}" for k in ks] + \
+        [f"pass^{k}" for k in ks] + ["failures"]
+
+    def build(shown_columns: list[str]) -> RichTable:
+        # a run's record is untrusted text (its scenario names come from environment data): shown() in every cell
+        table = RichTable(title=shown(f"{meta.get('model')} · k={meta.get('k')} · "
+                                      f"{_n(meta['overall']['rollouts'], 'rollout')}"))
+        for col in shown_columns:
+            if col == "scenario":  # the key --scenario takes: never cut (other columns wrap or go first)
+                table.add_column(col, no_wrap=True, overflow="fold")
+            else:
+                table.add_column(col, justify="left" if col == "failures" else "right",
+                                 overflow="fold" if col == "failures" else "ellipsis")
+        for name, agg in aggregates(meta):
+            failures = ", ".join(f"{c} {n}" for c, n in agg["errors"].items() if n) or "-"
+            cell = {"rollouts": str(agg["rollouts"]), "mean reward": fmt(agg["mean_reward"]),
+                    "completion": fmt(agg["completion_rate"]), "failures": shown(failures),
+                    **{f"pass@{k}": fmt(agg["pass_at_k"].get(k)) for k in ks},
+                    **{f"pass^{k}": fmt(agg["pass_hat_k"].get(k)) for k in ks}}
+            table.add_row(shown(name), *(cell[c] for c in shown_columns[1:]),
+                          style="bold" if name == "overall" else None)
+        return table
+
+    # narrow terminals: pass^k (largest k first), then pass@k beyond 1, then completion go before the scenario is cut
+    drop = [f"pass^{k}" for k in reversed(ks)] + [f"pass@{k}" for k in reversed(ks) if k != "1"] + ["completion"]
+    print_fitted(build, columns, drop, console or stdout)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

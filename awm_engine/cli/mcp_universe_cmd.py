@@ -240,7 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         def on_progress(p, record) -> None:
             bar.update(job, completed=p.done,
-                       stats=f"passed {p.passed}/{p.scored} · needs a service {p.needs} · errors {p.errors}"
+                       stats=f"passed {p.passed}/{p.scored} · needs a service {p.needs} · errored {p.errors}"
                              + (f" · {record['id']}" if record else ""))
 
         try:

@@ -198,8 +198,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.resume or args.out)
     code, _ = execute_run(config, agent, user, judge, out, bool(args.resume), args.quiet, "awm bench tau2 run")
     if code == 0:
-        print_report([current_metadata(out)])  # with the DB match rate, which needs the full result lines
+        meta = current_metadata(out)
+        print_report([meta])  # with the DB match rate, which needs the full result lines
         stderr.print(f"run directory: {out.resolve()}")
+        from awm_engine.eval.batch import run_outcome
+
+        outcome = run_outcome(meta.get("overall") or {})  # nothing scored: the run tells nothing (exit 1)
+        if outcome["exit_code"]:
+            stderr.print(f"[red]{outcome['reason']}[/red]", highlight=False)
+            return outcome["exit_code"]
     return code
 
 
@@ -228,7 +235,7 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
 
         def on_progress(p, record) -> None:
             mean = f"{p.mean_reward:.3f}" if p.mean_reward is not None else "-"
-            bar.update(job, total=p.total, completed=p.done, stats=f"avg reward {mean} · errors {p.errors}"
+            bar.update(job, total=p.total, completed=p.done, stats=f"avg reward {mean} · errored {p.errors}"
                        + (f" · resumed {p.skipped}" if p.skipped else ""))
 
         try:

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -58,7 +59,7 @@ _WINNER_NOTE = {"envs": "last wins, as awm.core.server", "spec": "last wins, as 
                 "scenario": "first wins", "tasks": "first wins, as find_scenario_entry",
                 "db": "first wins, as find_scenario_entry", "sample": "first wins, as find_scenario_entry",
                 "solutions": "first wins"}
-INDEX_VERSION = 4  # 3: verifier rows carry the mode classified from their code; 4: MCP tool counts
+INDEX_VERSION = 5  # 3: verifier rows carry the mode classified from their code; 4: MCP tool counts; 5: verifiers' compile errors
 
 
 @dataclass
@@ -91,9 +92,25 @@ def _extra(kind: str, data: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(tables, list) else None}
     if kind.startswith("verifier"):
         code = data["verification"].get("code") if isinstance(data.get("verification"), dict) else None
-        return {"has_code": isinstance(code, str) and len(code.strip()) >= 10,
-                "mode": verifier_mode(code, _FILE_MODE[kind])}
+        has_code = isinstance(code, str) and len(code.strip()) >= 10
+        error = compile_error(code) if has_code else None
+        return {"has_code": has_code and error is None, "mode": verifier_mode(code, _FILE_MODE[kind]),
+                "compile_error": error}
     return {}
+
+
+def compile_error(code: str) -> str | None:
+    """Why a verifier's Python source does not compile (``SyntaxError: … (line N)``), or None when it does. Only
+    compiled, never run: a verifier that does not compile counts as missing everywhere."""
+    try:
+        with warnings.catch_warnings():  # invalid escape sequences and the like: the verifier's own business
+            warnings.simplefilter("ignore")
+            compile(code, "<verifier>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{type(exc).__name__}: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:  # null bytes, absurd nesting
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _index_cache_path(path: Path) -> Path:
@@ -145,6 +162,8 @@ class Scenario:
         self.tasks: list[str] = []
         self.verifier_refs: dict[str, dict[int, RowRef]] = {m: {} for m in VERIFIER_MODES}
         self.verifier_has_code: dict[str, dict[int, bool]] = {m: {} for m in VERIFIER_MODES}
+        # per mode, task -> why its verifier does not compile (such a verifier counts as missing: has_code False)
+        self.verifier_errors: dict[str, dict[int, str]] = {m: {} for m in VERIFIER_MODES}
         self.solution_refs: dict[int, RowRef] = {}
         self.issues: list[LoadIssue] = []
         self._rows: dict[str, dict[str, Any]] = {}
@@ -336,6 +355,7 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
     seen: dict[tuple[str, Any], IndexEntry] = {}
     verifier_rows: dict[tuple[str, str, str], dict[int, RowRef]] = {}  # (scenario, mode, file kind) -> task -> row
     verifier_code: dict[tuple[str, int], bool] = {}  # (path, line) -> the row has usable code
+    verifier_errors: dict[tuple[str, int], str] = {}  # (path, line) -> why the row's code does not compile
 
     def scenario_for(key: str) -> Scenario:
         if key not in local:
@@ -373,6 +393,8 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
                 target[idx] = ref
                 if kind != "solutions":
                     verifier_code[ref.path, ref.line] = bool(entry.extra.get("has_code"))
+                    if entry.extra.get("compile_error"):
+                        verifier_errors[ref.path, ref.line] = str(entry.extra["compile_error"])
                 continue
             previous = seen.get((kind, key))
             if previous is not None:
@@ -399,7 +421,7 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
             if kind != "scenario" and "scenario" not in scenario.refs and scenario.name == key:
                 scenario.name = entry.raw_name
 
-    _resolve_verifiers(local, verifier_rows, verifier_code, issues)
+    _resolve_verifiers(local, verifier_rows, verifier_code, issues, verifier_errors)
     for key, scenario in local.items():
         if key in scenarios:
             issues.append(LoadIssue("warning", f"also defined in {scenarios[key].data_dir}; keeping that one",
@@ -410,7 +432,8 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
 
 
 def _resolve_verifiers(local: dict[str, Scenario], rows: dict[tuple[str, str, str], dict[int, RowRef]],
-                       has_code: dict[tuple[str, int], bool], issues: list[LoadIssue]) -> None:
+                       has_code: dict[tuple[str, int], bool], issues: list[LoadIssue],
+                       compile_errors: dict[tuple[str, int], str] | None = None) -> None:
     """Each scenario's verifier per (task, mode): when both files have one, the file named for that mode wins
     (the reference reads ``gen_verifier.jsonl`` in sql mode and ``gen_verifier.pure_code.jsonl`` in code mode)."""
     for key, scenario in local.items():
@@ -428,6 +451,13 @@ def _resolve_verifiers(local: dict[str, Scenario], rows: dict[tuple[str, str, st
             for idx in sorted(chosen):
                 scenario.verifier_refs[mode][idx] = chosen[idx]
                 scenario.verifier_has_code[mode][idx] = has_code.get((chosen[idx].path, chosen[idx].line), False)
+                error = (compile_errors or {}).get((chosen[idx].path, chosen[idx].line))
+                if error:
+                    scenario.verifier_errors[mode][idx] = error
+                    issue = LoadIssue("error", f"the {mode}-mode verifier of task {idx} does not compile ({error}); "
+                                      "it counts as missing", key, chosen[idx].path, chosen[idx].line)
+                    scenario.issues.append(issue)
+                    issues.append(issue)
 
 
 def _check_complete(scenario: Scenario, present: dict[str, Path], issues: list[LoadIssue]) -> None:

@@ -48,6 +48,12 @@ class BuildReport:
     built_at: float | None = None  # when the build started (seconds since the epoch)
     # what makes the contents depend on the build time (``time_dependence``); None: not scanned
     time_dependent: list[str] | None = None
+    built: bool = True  # a database file was written (False: no schema, or the build failed before writing one)
+
+    @property
+    def usable(self) -> bool:
+        """A database was written with at least one table: something an episode can run on."""
+        return self.built and self.tables_ok > 0
 
     @property
     def schema_error_ratio(self) -> float:
@@ -81,7 +87,7 @@ def create_schema(path: Path, db_schema: dict[str, Any], report: BuildReport) ->
     tables = db_schema.get("tables") if isinstance(db_schema, dict) else None
     if not isinstance(tables, list):
         report.fatal = "db_schema has no 'tables' list"
-        sqlite3.connect(path).close()
+        report.built = False
         return
     conn = forbid_attach(sqlite3.connect(path))  # generated SQL may not reach other files
     try:
@@ -154,7 +160,8 @@ def table_row_counts(path: Path | str) -> dict[str, int]:
 
 def build_database(scenario: str, db_schema: dict[str, Any] | None, sample_data: dict[str, Any] | None,
                    path: Path | str) -> BuildReport:
-    """Build ``path`` from scratch (an existing file is deleted first) and report what failed."""
+    """Build ``path`` from scratch (an existing file is deleted first) and report what failed. A scenario without
+    a usable schema is a failed build: no file is written (``report.built`` is False), never an empty database."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-journal", "-wal", "-shm"):
@@ -163,24 +170,26 @@ def build_database(scenario: str, db_schema: dict[str, Any] | None, sample_data:
     report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
                          time_dependent=time_dependence(db_schema, sample_data))
     if db_schema is None:
-        report.fatal = "no database schema (gen_db.jsonl row missing)"
-        sqlite3.connect(path).close()
+        report.fatal = "no database schema (gen_db.jsonl row missing); no database written"
+        report.built = False
     else:
         create_schema(path, db_schema, report)
-        if sample_data is None:
+        if report.built and sample_data is None:
             report.fatal = "no sample data (gen_sample.jsonl row missing); the database has its schema only"
         elif report.fatal is None:
             insert_samples(path, sample_data, report)
-    report.row_counts = table_row_counts(path)
+    report.row_counts = table_row_counts(path) if report.built else {}
     report.seconds = time.perf_counter() - started
     return report
 
 
 def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sample_data: dict[str, Any] | None,
-                             path: Path | str, timeout: float = 600.0) -> BuildReport:
+                             path: Path | str, timeout: float = 600.0, placeholder: bool = True) -> BuildReport:
     """``build_database`` in the sandbox: the generated SQL runs in a process that may write only its own
     scratch directory (the finished file is then moved to ``path``); a build that crashes or runs past
-    ``timeout`` comes back as a report with ``fatal`` set."""
+    ``timeout`` comes back as a report with ``fatal`` set. When no database was built (no schema, a failed
+    build), ``placeholder`` leaves an empty database at ``path`` (what the template cache hands episodes);
+    without it ``path`` is left absent (``awm db build``: a failed build writes no file)."""
     from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
 
     path = Path(path).resolve()  # the sandbox runs in a directory of its own: relative paths would miss
@@ -205,9 +214,11 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
             report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
                                  time_dependent=time_dependence(db_schema, sample_data))
             report.fatal = f"the sandboxed database build {failure}"
+            report.built = False
             for suffix in ("", "-journal", "-wal", "-shm"):
                 Path(str(path) + suffix).unlink(missing_ok=True)
-            sqlite3.connect(path).close()
+            if placeholder:
+                sqlite3.connect(path).close()
             return report
         from awm_engine.sandbox import safe_fs
 
@@ -215,6 +226,13 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
         partial = path.with_name(path.name + f".part-{os.getpid()}")
         try:
             report = BuildReport.from_dict(json.loads(safe_fs.read_file(scratch, "report.json", 64 * 1024 * 1024)))
+            if not report.built:  # nothing to take: no schema
+                report.path = str(path)
+                for suffix in ("", "-journal", "-wal", "-shm"):
+                    Path(str(path) + suffix).unlink(missing_ok=True)
+                if placeholder:
+                    sqlite3.connect(path).close()
+                return report
             dfd = safe_fs.open_dir(scratch)
             try:
                 if not safe_fs.take_file(dfd, "out.db", partial, f"{scratch}/"):
@@ -226,7 +244,11 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
             report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
                                  time_dependent=time_dependence(db_schema, sample_data))
             report.fatal = f"the sandboxed database build's output was refused: {exc}"
-            sqlite3.connect(path).close()
+            report.built = False
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            if placeholder:
+                sqlite3.connect(path).close()
             return report
         report.path = str(path)
         os.replace(partial, path)

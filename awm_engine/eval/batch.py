@@ -25,6 +25,7 @@ from awm_engine.data.run_formats import (  # EvalConfig is defined with the run 
     EvalConfig,
 )
 from awm_engine.eval.episode import (
+    environment_warnings,
     make_policy,
     missing_solutions,
     run_episode,
@@ -95,6 +96,24 @@ def build_record(scenario: str, task_id: int, sample: int, task: str, config: Ev
     return record
 
 
+def run_outcome(overall: dict[str, Any], verified: bool = True) -> dict[str, Any]:
+    """Whether a run's results mean anything, from its overall aggregate: ``{"exit_code", "reason"}``. Exit code 1
+    when nothing was scored (no rollout, every rollout errored, or none that ran got a verdict: no verifier of the
+    chosen mode, no environment code...), else 0; ``reason`` says which (None for 0). ``awm eval run``'s exit code.
+    A run that asked for no verification (``verified`` False, ``--verify none``) needs no verdict, only rollouts
+    that did not error."""
+    rollouts, scored = overall.get("rollouts") or 0, overall.get("scored") or 0
+    errored, no_verdict = overall.get("errored") or 0, overall.get("no_verdict") or 0
+    if not rollouts:
+        return {"exit_code": 1, "reason": "nothing to run: no rollout was selected"}
+    if errored >= rollouts:
+        return {"exit_code": 1, "reason": f"every rollout errored ({errored} of {rollouts})"}
+    if verified and not scored:
+        return {"exit_code": 1, "reason": f"nothing was scored: of {rollouts} rollouts, {errored} errored and "
+                                          f"{no_verdict} got no verdict"}
+    return {"exit_code": 0, "reason": None}
+
+
 def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None = None,
                    index: ResultsIndex | None = None) -> dict[str, Any]:
     """Aggregate the results (from the lazy index's summaries: messages are never loaded) into metadata.json."""
@@ -103,7 +122,8 @@ def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None =
     records = list(index.summaries())
     summary = summarize(records, config.pass_threshold)
     data = METADATA.stamp({"model": config.model, "policy": config.policy, "k": config.k, "rollouts": len(records),
-                           "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary, **(extra or {})})
+                           "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary,
+                           "outcome": run_outcome(summary["overall"], config.verify != "none"), **(extra or {})})
     tmp = out / (METADATA.file + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
     tmp.replace(out / METADATA.file)
@@ -130,8 +150,11 @@ def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
     tasks = [(key, task) for key, task, _ in items]
     if config.policy == "oracle" and (problem := missing_solutions(catalog, tasks)):
         raise PolicyError(problem, "config")
-    return Preflight(catalog, items, verification_warnings(
-        catalog, tasks, None if config.verify == "none" else config.verify, judge is not None))
+    warnings = environment_warnings(catalog, tasks) + verification_warnings(
+        catalog, tasks, None if config.verify == "none" else config.verify, judge is not None)
+    if not items:
+        warnings.append("no rollout selected: the chosen scenarios and tasks hold no task")
+    return Preflight(catalog, items, warnings)
 
 
 async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint | None = None,

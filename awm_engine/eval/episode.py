@@ -160,6 +160,52 @@ def verification_warnings(catalog: Catalog, tasks: Iterable[tuple[str, int]], ve
     return warnings
 
 
+def environment_warnings(catalog: Catalog, tasks: Iterable[tuple[str, int]]) -> list[str]:
+    """Before a run: selected scenarios whose episodes cannot open (no environment code), whose database is empty
+    or cannot be built (no schema, no sample rows), and selected tasks the doctor found solved at start (a
+    do-nothing agent scores them). The last comes from ``awm env doctor``'s cached diagnosis: nothing is run."""
+    from awm_engine.db.templates import TemplateCache
+    from awm_engine.verify.doctor import cached_diagnosis
+
+    tasks = sorted(set(tasks))
+    keys = list(dict.fromkeys(key for key, _ in tasks))
+    scenarios = [catalog.get(key) for key in keys]
+    no_code = [s.key for s in scenarios if not s.extras.get("envs", {}).get("has_code")]
+    warnings = []
+    if no_code:
+        warnings.append(f"{len(no_code)} of {len(keys)} selected scenarios have no environment code "
+                        f"({', '.join(no_code[:5])}{' …' if len(no_code) > 5 else ''}): their rollouts will error "
+                        "(environment_error)")
+    cache = TemplateCache()
+    empty = []
+    for s in scenarios:
+        if s.key in no_code:
+            continue
+        if "db" not in s.refs:
+            empty.append(f"{s.key}: no database schema")
+            continue
+        rows = cache.built_rows(s)
+        if rows == 0 or (rows is None and not s.insert_count):
+            empty.append(f"{s.key}: {'no sample data' if 'sample' not in s.refs else 'no rows'}")
+    if empty:
+        warnings.append(f"{len(empty)} of {len(keys)} selected scenarios start with an empty database "
+                        f"({'; '.join(empty[:5])}{' …' if len(empty) > 5 else ''}): their tasks have nothing to "
+                        "work on")
+    wanted = set(tasks)
+    solved = []
+    for s in scenarios:
+        diagnosis = cached_diagnosis(s)
+        if diagnosis is None:
+            continue
+        solved += sorted({(s.key, p.task) for p in diagnosis.problems
+                          if p.kind == "solved_at_start" and (s.key, p.task) in wanted})
+    if solved:
+        warnings.append(f"{len(solved)} of {len(tasks)} selected tasks are solved at start ({_where(solved)}): "
+                        "awm env doctor found their code-mode verifier says complete on the untouched database, so "
+                        "they score without the agent doing anything")
+    return warnings
+
+
 def missing_solutions(catalog: Catalog, tasks: Iterable[tuple[str, int]]) -> str | None:
     """Why ``--policy oracle`` cannot run the selected (scenario key, task) pairs, or None when it can."""
     tasks = sorted(set(tasks))

@@ -325,8 +325,12 @@ def static_problems(scenario: Scenario, catalog: Catalog | None = None) -> list[
     issues: list[LoadIssue] = list(scenario.issues)
     if catalog is not None:
         issues += [i for i in catalog.issues if i.scenario == key and i not in issues]
+    # a verifier that does not compile is a verifier_error (missing_verifiers), not also a data issue
+    uncompiled = {(ref.path, ref.line) for mode in VERIFIER_MODES for task, ref in scenario.verifier_refs[mode].items()
+                  if getattr(scenario, "verifier_errors", {}).get(mode, {}).get(task)}
     problems = [Problem("data_issue", "error" if i.level == "error" else "warning", key, i.message,
-                        f"{i.path}:{i.line}" if i.path and i.line else i.path) for i in issues]
+                        f"{i.path}:{i.line}" if i.path and i.line else i.path) for i in issues
+                if (i.path, i.line) not in uncompiled]
     problems += _checked(key, "routes", lambda: hidden_routes(scenario))
     problems += _checked(key, "tool schemas", lambda: [
         Problem("invalid_schema", "error", key, schema_problem_note(error), error, tool=tool)
@@ -345,8 +349,15 @@ def hidden_routes(scenario: Scenario) -> list[Problem]:
 def missing_verifiers(scenario: Scenario) -> list[Problem]:
     """Per task, each mode without a usable verifier (one error when it has none in any mode)."""
     problems = []
+    errors = getattr(scenario, "verifier_errors", {m: {} for m in VERIFIER_MODES})
     for task in range(len(scenario.tasks)):
-        missing = [m for m in VERIFIER_MODES if not scenario.verifier_has_code[m].get(task)]
+        for mode in VERIFIER_MODES:
+            if error := errors.get(mode, {}).get(task):  # counts as missing everywhere; named here
+                problems.append(Problem("verifier_error", "error", scenario.key,
+                                        f"the {mode}-mode verifier fails to load (does not compile): it counts as "
+                                        "missing", error, task=task, mode=mode))
+        missing = [m for m in VERIFIER_MODES if not scenario.verifier_has_code[m].get(task)
+                   and not errors.get(m, {}).get(task)]
         if len(missing) == len(VERIFIER_MODES):
             problems.append(Problem("no_verifier", "error", scenario.key,
                                     "no verifier in any mode: the task can never be verified", task=task))

@@ -234,7 +234,10 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
     report = VerifyReport(scenario.key, task_id, task, mode, "judge_error", 0.0, False, stop_reason,
                           rewards=rewards.to_dict(), profile=profile)
     sql_verifier = scenario.verifier(task_id, "sql") if mode == "sql" else None
-    use_judge = judge is not None and sql_verifier is not None and sql_verifier.has_code
+    # a verifier that does not compile counts as missing (the catalog's verifier_has_code), and is named in the note
+    compile_errors = getattr(scenario, "verifier_errors", {})
+    sql_usable = sql_verifier is not None and sql_verifier.has_code and not compile_errors.get("sql", {}).get(task_id)
+    use_judge = judge is not None and sql_usable
     if mode == "code" or not use_judge:
         if mode == "sql":
             if judge is None and sql_verifier is not None:
@@ -259,6 +262,10 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
                                       sql_verifier.meta, profile=profile)
             report.judge = verdict.to_dict()
             report.label = verdict.classification
+    broken = [f"the {m}-mode verifier does not compile ({error})" for m in VERIFIER_MODES
+              if (m == mode or mode == "sql") and (error := compile_errors.get(m, {}).get(task_id))]
+    if broken:
+        report.note = "; ".join(([report.note] if report.note else []) + broken)
     report.has_verdict = report.label != "judge_error"
     report.reward = rewards.reward(report.label, stop_reason)
     outcome = report.sql if (mode == "sql" and use_judge) else report.code

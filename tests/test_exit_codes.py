@@ -1,0 +1,259 @@
+"""Every case of docs/exit-codes.md, run as a user runs it: ``python -m awm_engine.cli`` in a subprocess, on copies of
+the bundled sample environments (or tiny directories built here). Codes the CLI maps from exceptions (4 untrusted
+code refused, 130 Ctrl-C, 143 SIGTERM) are raised in-process, where they can be made to happen on any machine."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from awm_engine.cli import catalog_cmd, main
+from awm_engine.cli.common import Terminated
+from awm_engine.data.names import normalize_scenario_name
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_ENVS = ROOT / "sample_envs"
+FILES = ("gen_scenario.jsonl", "gen_tasks.jsonl", "gen_db.jsonl", "gen_sample.jsonl", "gen_spec.jsonl",
+         "gen_envs.jsonl", "gen_verifier.jsonl", "gen_verifier.pure_code.jsonl", "reference_solutions.jsonl")
+NO_CODE, NO_VERIFIER, NO_SCHEMA = "riverside_clinic_appointments", "maple_library_lending", "pinecrest_online_store"
+
+
+def awm(*argv: str, cwd: Path | None = None, timeout: float = 600, columns: int = 200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(columns)}  # tables at a known width
+    return subprocess.run([sys.executable, "-m", "awm_engine.cli", *argv], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=timeout, env=env)
+
+
+def copy_data(dst: Path, drop: dict[str, set[str]] | None = None) -> Path:
+    """The sample environments' JSONL files, without the rows of ``drop`` (file -> scenarios)."""
+    dst.mkdir(parents=True)
+    for name in FILES:
+        lines = (SAMPLE_ENVS / name).read_text().splitlines()
+        gone = (drop or {}).get(name, set())
+        kept = [line for line in lines
+                if normalize_scenario_name(json.loads(line).get("scenario", json.loads(line).get("name"))) not in gone]
+        (dst / name).write_text("\n".join(kept) + "\n")
+    return dst
+
+
+@pytest.fixture
+def sample(tmp_path) -> Path:
+    return copy_data(tmp_path / "sample")
+
+
+@pytest.fixture
+def broken(tmp_path) -> Path:
+    """riverside without code, maple without verifiers, pinecrest without a schema; the other two intact."""
+    verifiers = {NO_VERIFIER}
+    return copy_data(tmp_path / "broken", {"gen_envs.jsonl": {NO_CODE}, "gen_verifier.jsonl": verifiers,
+                                           "gen_verifier.pure_code.jsonl": verifiers, "gen_db.jsonl": {NO_SCHEMA}})
+
+
+def oracle_run(data: Path, out: Path) -> Path:
+    done = awm("agent", "run", "--data", str(data), "--scenario", "sprintboard_project_tracker", "--task", "0",
+               "--policy", "oracle", "--out", str(out), "--verify", "code", "--quiet")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+# -- usage: argparse's 2, for every verb ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("verb", ["catalog", "db", "env", "agent", "verify", "replay", "fake-llm", "eval", "train",
+                                  "gen", "bench", "doctor"])
+def test_bad_usage_is_2(verb):
+    done = awm(verb, "--no-such-flag")
+    assert done.returncode == 2 and "usage:" in done.stderr
+
+
+# -- catalog ------------------------------------------------------------------------------------------------------
+
+def test_catalog(sample, tmp_path):
+    assert awm("catalog", "list", "--data", str(sample)).returncode == 0
+    assert awm("catalog", "show", "maple_library_lending", "--data", str(sample)).returncode == 0
+    unknown = awm("catalog", "show", "no_such_scenario", "--data", str(sample))
+    assert unknown.returncode == 2 and "no scenario" in unknown.stderr
+    (tmp_path / "empty").mkdir()
+    empty = awm("catalog", "list", "--data", str(tmp_path / "empty"))
+    assert empty.returncode == 2 and "no scenarios found" in empty.stderr
+
+
+# -- db -----------------------------------------------------------------------------------------------------------
+
+def test_db_build(broken, tmp_path):
+    ok = awm("db", "build", "--data", str(broken), "--scenario", "skyway_travel_bookings", "--out", str(tmp_path / "a"))
+    assert ok.returncode == 0 and (tmp_path / "a" / "skyway_travel_bookings.db").stat().st_size > 0
+    # a scenario without a schema is a failed build: no file, named in the summary, exit 1 when nothing was usable
+    none = awm("db", "build", "--data", str(broken), "--scenario", NO_SCHEMA, "--out", str(tmp_path / "b"))
+    assert none.returncode == 1 and not (tmp_path / "b" / f"{NO_SCHEMA}.db").exists()
+    assert f"failed (no usable database): {NO_SCHEMA}" in none.stdout and "built 0 databases" in none.stdout
+    # some usable: exit 0, the failed one still named
+    some = awm("db", "build", "--data", str(broken), "--scenario", NO_SCHEMA, "--scenario", "skyway_travel_bookings",
+               "--out", str(tmp_path / "c"))
+    assert some.returncode == 0 and "built 1 database in" in some.stdout and "1 failed" in some.stdout
+    assert not (tmp_path / "c" / f"{NO_SCHEMA}.db").exists()
+    report = json.loads((tmp_path / "c" / "build_report.json").read_text())
+    assert [r["built"] for r in report] == [False, True]
+    assert awm("db", "build", "--data", str(broken), "--scenario", "nope", "--out", str(tmp_path / "d")).returncode == 2
+
+
+def test_db_diff(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, rows in ((a, 1), (b, 2)):
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(rows)])
+        conn.commit()
+        conn.close()
+    done = awm("db", "diff", str(a), str(b))
+    assert done.returncode == 0 and done.stdout.startswith("1 table changed: +1")
+    assert awm("db", "diff", str(a), str(tmp_path / "missing.db")).returncode == 2
+
+
+# -- env ----------------------------------------------------------------------------------------------------------
+
+def test_env_call(sample):
+    ok = awm("env", "call", "--data", str(sample), "sprintboard_project_tracker", "list_projects")
+    assert ok.returncode == 0, ok.stderr
+    assert awm("env", "call", "--data", str(sample), "sprintboard_project_tracker", "no_such_tool").returncode == 1
+    assert awm("env", "call", "--data", str(sample), "sprintboard_project_tracker", "list_projects",
+               "--args", "{nope").returncode == 2
+
+
+def test_env_test(broken):
+    assert awm("env", "test", "--data", str(broken), "--scenario", "skyway_travel_bookings").returncode == 0
+    done = awm("env", "test", "--data", str(broken), "--scenario", NO_CODE, "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)[0]["verdict"] == "broken"
+    # loads, but the doctor lists errors (no verifier for any task): never "ok" (exit 0: it loads)
+    done = awm("env", "test", "--data", str(broken), "--scenario", NO_VERIFIER, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["verdict"] == "errors"
+    table = awm("env", "test", "--data", str(broken), "--scenario", NO_VERIFIER)
+    assert "│ errors │" in table.stdout and "│ ok     │" not in table.stdout and "health of 1 environments" not in table.stdout
+
+
+def test_env_check(tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    done = awm("env", "check", "--url", f"http://127.0.0.1:{port}/mcp", "--timeout", "5")
+    assert done.returncode == 1 and "could not list tools" in done.stderr
+
+
+def test_env_doctor(broken):
+    # the doctor's findings are its output: it exits 0 when it could diagnose, whatever it found
+    done = awm("env", "doctor", "--data", str(broken), NO_VERIFIER, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["counts"]["error"] > 0
+    assert awm("env", "doctor", "--data", str(broken), "nope").returncode == 2
+
+
+def test_env_serve_and_fake_llm_busy_port_is_3(sample, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        serve = awm("env", "serve", "--data", str(sample), "--scenario", "sprintboard_project_tracker", "--port", port)
+        assert serve.returncode == 3, serve.stderr
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps({"responses": [{"content": "hi"}]}))
+        fake = awm("fake-llm", "--script", str(script), "--port", port)
+        assert fake.returncode == 3, fake.stderr
+    (tmp_path / "bad.json").write_text("{nope")
+    assert awm("fake-llm", "--script", str(tmp_path / "bad.json"), "--port", "0").returncode == 2
+
+
+# -- agent run, verify, replay ---------------------------------------------------------------------------------
+
+def test_agent_run(broken, tmp_path):
+    oracle_run(broken, tmp_path / "r")
+    failed = awm("agent", "run", "--data", str(broken), "--scenario", NO_CODE, "--task", "0", "--policy", "immediate",
+                 "--out", str(tmp_path / "x"), "--quiet")
+    assert failed.returncode == 1
+    assert awm("agent", "run", "--data", str(broken), "--scenario", "nope", "--task", "0", "--policy",
+               "immediate").returncode == 2
+
+
+def test_verify(broken, tmp_path):
+    run = oracle_run(broken, tmp_path / "r")
+    assert awm("verify", str(run), "--mode", "code", "--data", str(broken)).returncode == 0
+    # no verdict (no verifier for the task): nothing was scored
+    nothing = awm("agent", "run", "--data", str(broken), "--scenario", NO_VERIFIER, "--task", "0", "--policy",
+                  "immediate", "--out", str(tmp_path / "n"), "--verify", "none", "--quiet")
+    assert nothing.returncode == 0, nothing.stderr
+    assert awm("verify", str(tmp_path / "n"), "--mode", "code", "--data", str(broken)).returncode == 1
+    assert awm("verify", str(tmp_path), "--mode", "code").returncode == 2  # no trajectory.json
+
+
+def test_replay(sample, tmp_path):
+    run = oracle_run(sample, tmp_path / "r")
+    assert awm("replay", str(run)).returncode == 0
+    assert awm("replay", str(run), "--step", "999").returncode == 2
+    assert awm("replay", str(tmp_path / "nothing")).returncode == 2
+
+
+# -- eval -----------------------------------------------------------------------------------------------------------
+
+def test_eval_run_scored_is_0_and_report_list_compare(sample, tmp_path):
+    out = tmp_path / "ok"
+    done = awm("eval", "run", "--data", str(sample), "--scenario", "sprintboard_project_tracker", "--task", "0",
+               "--policy", "oracle", "--verify", "code", "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "metadata.json").read_text())["outcome"] == {"exit_code": 0, "reason": None}
+    assert awm("eval", "report", str(out)).returncode == 0
+    assert awm("eval", "list", str(tmp_path)).returncode == 0
+    assert awm("eval", "compare", str(out), str(out)).returncode == 0
+    assert awm("eval", "report", str(tmp_path)).returncode == 2  # not a run
+    again = awm("eval", "run", "--data", str(sample), "--policy", "oracle", "--out", str(out))
+    assert again.returncode == 2 and "already holds a run" in again.stderr
+
+
+def test_eval_run_nothing_scored_is_1(broken, tmp_path):
+    """No verifier (maple) and no environment code (riverside): nothing could be scored, so exit 1, said before the
+    run starts and recorded in metadata.json."""
+    out = tmp_path / "none"
+    done = awm("eval", "run", "--data", str(broken), "--scenario", NO_VERIFIER, "--scenario", NO_CODE, "--task", "0",
+               "--task", "1", "--policy", "immediate", "--verify", "code", "--out", str(out), "--quiet")
+    assert done.returncode == 1, done.stderr
+    assert "no environment code" in done.stderr and "no code-mode verifier" in done.stderr
+    outcome = json.loads((out / "metadata.json").read_text())["outcome"]
+    assert outcome["exit_code"] == 1 and outcome["reason"].startswith("nothing was scored: of 4 rollouts, 2 errored")
+    assert "nothing was scored" in done.stderr
+
+
+def test_eval_run_every_rollout_errored_is_1(broken, tmp_path):
+    done = awm("eval", "run", "--data", str(broken), "--scenario", NO_CODE, "--task", "0", "--policy", "immediate",
+               "--verify", "code", "--out", str(tmp_path / "e"), "--quiet")
+    assert done.returncode == 1 and "every rollout errored (1 of 1)" in done.stderr
+
+
+def test_eval_run_unknown_scenario_is_2(sample, tmp_path):
+    done = awm("eval", "run", "--data", str(sample), "--scenario", "nope", "--policy", "immediate", "--out",
+               str(tmp_path / "u"))
+    assert done.returncode == 2 and not (tmp_path / "u").exists()
+
+
+# -- doctor sandbox -----------------------------------------------------------------------------------------------
+
+def test_doctor_sandbox_is_1_exactly_when_a_protection_is_off():
+    done = awm("doctor", "sandbox", "--json")
+    assert done.returncode == (1 if json.loads(done.stdout)["off"] else 0)
+
+
+# -- codes mapped from exceptions (every verb goes through main) --------------------------------------------------
+
+@pytest.mark.parametrize("raised, code", [("sandbox", 4), ("interrupt", 130), ("terminated", 143)])
+def test_exception_codes(monkeypatch, capsys, raised, code):
+    from awm_engine.sandbox.launcher import SandboxUnavailable
+
+    def boom(args):
+        if raised == "sandbox":
+            raise SandboxUnavailable("the sandbox's namespace layer is unavailable")
+        raise Terminated() if raised == "terminated" else KeyboardInterrupt()
+
+    monkeypatch.setattr(catalog_cmd, "cmd_list", boom)
+    assert main(["catalog", "list"]) == code
+
