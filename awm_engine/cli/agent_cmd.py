@@ -44,6 +44,8 @@ def register(verbs) -> None:
     run.add_argument("--out", metavar="DIR", help="run directory (default outputs/agents/<time>_<scenario>_task_N)")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.add_argument("--quiet", action="store_true", help="no live transcript on stderr")
+    run.add_argument("--full", action="store_true",
+                     help="the live transcript shows whole tool results and turns (default: cut, with a marker)")
     run.set_defaults(func=cmd_agent_run)
 
     verify = verbs.add_parser("verify", help="verify a run directory and compute its reward")
@@ -72,22 +74,33 @@ def register(verbs) -> None:
     fake.set_defaults(func=cmd_fake_llm)
 
 
-def _print_event(event) -> None:
+SHOWN_CHARS = {"turn": 600, "arguments": 300, "result": 400, "format": 200}  # what the live transcript shows
+
+
+def cut(text: str, limit: int | None) -> str:
+    """``text`` up to ``limit`` characters, with a visible marker saying how much was left out (None: all of it)."""
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit} more characters; --full shows them]"
+
+
+def _print_event(event, full: bool = False) -> None:
+    limit = (lambda kind: None) if full else SHOWN_CHARS.get
     if isinstance(event, ModelTurn):
-        text = event.content if len(event.content) < 600 else event.content[:600] + " …"
+        text = cut(event.content, limit("turn"))
         stderr.print(f"[bold cyan]assistant {event.iteration}[/bold cyan] {shown(text)}")
         for call in event.native_tool_calls:
             stderr.print(f"  [cyan]tool call[/cyan] {shown(call['name'])} {shown(call['arguments'])}")
     elif isinstance(event, ToolCall):
-        arguments = json.dumps(event.arguments, ensure_ascii=False, default=str)[:300]
+        arguments = cut(json.dumps(event.arguments, ensure_ascii=False, default=str), limit("arguments"))
         stderr.print(f"  [green]→ {shown(event.tool or event.name)}[/green] {shown(arguments)}")
     elif isinstance(event, Observation):
         colour = "red" if event.is_error else "dim"
-        stderr.print(f"  [{colour}]← {shown(event.text[:400])}[/{colour}]")
+        stderr.print(f"  [{colour}]← {shown(cut(event.text, limit('result')))}[/{colour}]")
         if event.traceback:
             stderr.print(f"[dim]{shown(event.traceback.rstrip())}[/dim]", highlight=False)
     elif isinstance(event, FormatError):
-        stderr.print(f"  [yellow]format error ({shown(event.kind)}): {shown(event.detail[:200])}[/yellow]")
+        stderr.print(f"  [yellow]format error ({shown(event.kind)}): {shown(cut(event.detail, limit('format')))}[/yellow]")
     elif isinstance(event, RolloutFinished):
         stderr.print(f"[bold]stop: {shown(event.stop_reason)}[/bold] after {event.iterations} turns"
                      + (f" ({shown(event.error)})" if event.error else ""))
@@ -122,7 +135,8 @@ async def _agent_run(args: argparse.Namespace) -> int:
     try:
         outcome = await run_episode(catalog, scenario, args.task, policy, config, args.out, verify_mode=verify_mode,
                                     judge=judge, rewards=RewardConfig(),
-                                    meta=meta, on_event=None if (args.quiet or args.json) else _print_event)
+                                    meta=meta, on_event=None if (args.quiet or args.json) else
+                                    (lambda event: _print_event(event, args.full)))
     finally:
         if hasattr(policy, "aclose"):
             await policy.aclose()
@@ -213,6 +227,11 @@ async def _replay(args: argparse.Namespace) -> int:
             data["final_matches"] = run.final_matches()
         finally:
             run.cleanup()
+        # the replayed state was a temporary file, removed by cleanup: the JSON points only at files that exist
+        for side in ("before", "after"):
+            if not Path(data["diff"].get(side) or "").is_file():
+                data["diff"].pop(side, None)
+        data["diff"]["step"] = args.step
     if args.json:
         print_json(data)
         return 0

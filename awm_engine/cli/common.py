@@ -205,15 +205,36 @@ def fit_columns(build: Callable[[list[str]], Any], columns: list[str], drop_orde
     Returns (table, the columns left out)."""
     console = console or stdout
     shown_columns, dropped = list(columns), []
-    table = build(shown_columns)
+    table = _least_widths(build(shown_columns), console)
     for name in drop_order:
-        if console.measure(table).minimum <= console.width:
+        if _least_width(table) <= console.width:
             break
         if name in shown_columns:
             shown_columns.remove(name)
             dropped.append(name)
-            table = build(shown_columns)
+            table = _least_widths(build(shown_columns), console)
     return table, dropped
+
+
+def _least_width(table: Any) -> int:
+    """The width of ``table`` with every column at its ``min_width``: cells, their padding, the box's rules."""
+    _, right, _, left = table.padding
+    rules = (len(table.columns) + 1 if table.show_edge else len(table.columns) - 1) if table.box else 0
+    return sum((c.min_width or 0) + left + right for c in table.columns) + rules
+
+
+def _least_widths(table: Any, console: Console) -> Any:
+    """Give every column of a rich ``table`` the width its cells need to show whole (a column that wraps: its longest
+    word), so a table too wide for the console is narrowed by leaving columns out, never by cutting cells to ``…``."""
+    from rich.measure import Measurement
+
+    for column in table.columns:
+        wraps = column.overflow == "fold" and not column.no_wrap
+        widths = [(m.minimum if wraps else m.maximum)
+                  for m in (Measurement.get(console, console.options, cell) for cell in column.cells)]
+        header = str(column.header).split() or [""]
+        column.min_width = max([column.min_width or 0, *widths, *(len(word) for word in header)])
+    return table
 
 
 def print_fitted(build: Callable[[list[str]], Any], columns: list[str], drop_order: Iterable[str],
@@ -224,5 +245,6 @@ def print_fitted(build: Callable[[list[str]], Any], columns: list[str], drop_ord
     console.print(table)
     if dropped:
         console.print(f"[dim]({len(dropped)} {'column' if len(dropped) == 1 else 'columns'} left out at this width: "
-                      f"{escape(', '.join(dropped))}; widen the terminal or use --json)[/dim]", highlight=False)
+                      f"{escape(', '.join(dropped))}; widen the terminal or use --json)[/dim]", highlight=False,
+                      soft_wrap=False)
     return dropped

@@ -257,8 +257,10 @@ def _print_report(meta: dict, console=None) -> None:
                           style="bold" if name == "overall" else None)
         return table
 
-    # narrow terminals: pass^k (largest k first), then pass@k beyond 1, then completion go before the scenario is cut
-    drop = [f"pass^{k}" for k in reversed(ks)] + [f"pass@{k}" for k in reversed(ks) if k != "1"] + ["completion"]
+    # narrow terminals: pass^k (largest k first), pass@k beyond 1, completion, failures, pass@1 go before the
+    # scenario is cut
+    drop = [f"pass^{k}" for k in reversed(ks)] + [f"pass@{k}" for k in reversed(ks) if k != "1"] + \
+        ["completion", "failures", "pass@1"]
     print_fitted(build, columns, drop, console or stdout)
 
 
