@@ -16,6 +16,7 @@ from ..views.catalog_rows import Row, health_cell, problem_cell
 from ..widgets.virtual_table import VirtualTable
 
 COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health", "problems")
+SHRINK = (1, 2, 3, 5, 6, 4)  # the order columns give way in a narrow terminal (never the key, health, problems)
 WIDTHS = (30, 24, 6, 5, 5, 7, 7, 14, 12)  # least widths: scenario, then name widen to their longest cell when there is room
 
 
@@ -47,7 +48,8 @@ class CatalogScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one(VirtualTable)
-        table.set_columns(list(COLUMNS), list(WIDTHS), grow=(0, 1))
+        # at 80 columns the key, tasks, code, health and problems stay; the name and counts give way first
+        table.set_columns(list(COLUMNS), list(WIDTHS), grow=(0, 1), key=0, shrink=SHRINK)
         if not getattr(self.app, "cursor_blink", True):
             for field in self.query(Input):
                 field.cursor_blink = False

@@ -42,6 +42,28 @@ def code_block(code: str, lexer: str) -> Syntax:
     return Syntax(visible(code), lexer, theme=THEME, line_numbers=False, word_wrap=True)  # never cut at the pane edge
 
 
+def parameters_view(params, narrow: bool = False):
+    """A tool's parameters: a table in a wide terminal; in a narrow one a list (name, where, type, required, then
+    the description below), so that no name or header is ever cut."""
+    if not params:
+        return Text("No parameters.")
+    if not narrow:
+        table = RichTable(title="Parameters", title_justify="left", expand=True)
+        for col in ("name", "in", "type", "required", "description"):
+            table.add_column(col)
+        for p in params:
+            table.add_row(shown(p.name), shown(p.location), shown(p.type), "yes" if p.required else "",
+                          shown(p.description))
+        return table
+    lines: list = [Text("Parameters", style="bold")]
+    for p in params:
+        lines.append(Text.assemble((visible(p.name), "bold"), (" required" if p.required else "", "bold red"),
+                                   (visible(f"  {p.location} · {p.type}"), "dim")))
+        if p.description:
+            lines.append(Text("    " + visible(p.description)))
+    return Group(*lines)
+
+
 def _shown_path(path) -> str:
     """Relative to the working directory when below it (stable across checkouts), else absolute."""
     import os
@@ -85,8 +107,7 @@ class EnvironmentScreen(Screen):
                     with Vertical(id="data-right"):
                         yield DataTable(id="data-grid", zebra_stripes=True)
                         yield Static("", id="data-status")
-                        yield Input(placeholder="read-only SQL, e.g. SELECT * FROM users WHERE id = 1 (enter runs)",
-                                    id="sql")
+                        yield Input(placeholder="read-only SQL (enter runs)", id="sql")
             with TabPane("4 Tools", id="tools"):
                 with Horizontal():
                     yield OptionList(id="tool-list")
@@ -239,6 +260,9 @@ class EnvironmentScreen(Screen):
         self._data_status(f"initial database built{failed}; pick a table (n/p pages), or type SQL below")
         if report.row_counts:
             self.data_table = next(iter(report.row_counts))
+            # the example names a table this environment has (the table names are the environment's text)
+            self.query_one("#sql", Input).placeholder = visible(
+                f"read-only SQL, e.g. SELECT * FROM {self.data_table} LIMIT 10 (enter runs)")
             self.load_page()
 
     async def _in_thread(self, deadline: Deadline, call, *args, **kwargs):
@@ -338,13 +362,7 @@ class EnvironmentScreen(Screen):
                                "and calls reach this handler.", style="yellow"))
         if tool.name in self.schema_errors:
             parts.append(shown(schema_problem_note(self.schema_errors[tool.name]), style="yellow"))
-        params = RichTable(title="Parameters", title_justify="left", expand=True)
-        for col in ("name", "in", "type", "required", "description"):
-            params.add_column(col)
-        for p in tool.params:
-            params.add_row(shown(p.name), shown(p.location), shown(p.type), "yes" if p.required else "",
-                           shown(p.description))
-        parts += [Text(""), params if tool.params else Text("No parameters.")]
+        parts += [Text(""), parameters_view(tool.params, narrow=self.app.size.width < 100)]
         if self.show_source:
             parts += [Text(""), Text("Handler source", style="bold"),
                       code_block(codeinfo.handler_source(self.scenario.code or "", tool), "python")]

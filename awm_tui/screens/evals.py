@@ -88,8 +88,10 @@ class EvalScreen(Screen):
     def on_mount(self) -> None:
         self.title = "Evaluations"
         self.sub_title = str(self.root)
-        self.query_one("#scenario-table", VirtualTable).set_columns(SCENARIO_COLUMNS, SCENARIO_WIDTHS, grow=(0, 6))
-        self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
+        self.query_one("#scenario-table", VirtualTable).set_columns(SCENARIO_COLUMNS, SCENARIO_WIDTHS, grow=(0, 6), key=0,
+                                                                    shrink=(5, 4, 3))
+        self.query_one("#rollout-table", VirtualTable).set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7), key=0,
+                                                                  shrink=(6, 5))
         self.reload_runs()
         self.set_interval(1.0, self.poll)
         self.set_interval(2.0, self.rescan)  # runs started by other processes while the dashboard is open
@@ -167,7 +169,8 @@ class EvalScreen(Screen):
         self.refresh_bindings()  # the MCP-Universe column switch shows only for its runs
         rollouts = self.query_one("#rollout-table", VirtualTable)
         if not isinstance(view, TABLE_VIEWS) and rollouts.columns != ROLLOUT_COLUMNS:  # after a BFCL run
-            rollouts.set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7))
+            rollouts.set_columns(ROLLOUT_COLUMNS, ROLLOUT_WIDTHS, grow=(0, 7), key=0,
+                                                                  shrink=(6, 5))
         rollouts.set_rows([], [])
         self.poll()
 

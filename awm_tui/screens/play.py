@@ -91,6 +91,7 @@ class PlayScreen(Screen):
         self.fields: dict[str, Input] = {}
         self.json_editor: TextArea | None = None
         self.leaving = False
+        self._confirm_leave = False
         # Input lands where it is shown. The form shown is the one of ``_built_for``; ``_want`` is the tool the
         # list has highlighted. While they differ (a rebuild is due or under way), while the episode is opening,
         # and until the keys held meanwhile are replayed, the app hands every key to ``hold_key`` instead of a
@@ -153,6 +154,7 @@ class PlayScreen(Screen):
             self.notify(visible(outcome.failure), title="episode", severity="error", timeout=10, markup=False)
             return
         self.finished = outcome.finished
+        self.refresh_bindings()
         report = outcome.verification
         self.reports = report.to_dict()
         self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors, self.finished.stop_reason)
@@ -160,7 +162,9 @@ class PlayScreen(Screen):
 
     async def episode_opened(self, episode) -> None:
         self.episode = episode
-        self.tools = episode.list_tools()
+        order = {t.name: i for i, t in enumerate(self.scenario.tools())}  # the Tools tab's order (the routes')
+        listed = episode.list_tools()
+        self.tools = sorted(listed, key=lambda t: (order.get(t["name"], len(order)), listed.index(t)))
         self.query_one("#play-tools", OptionList).add_options(
             [Option(shown(t["name"]), id=t["name"]) for t in self.tools])
         self.sub_title = str(episode.run_dir)
@@ -191,6 +195,8 @@ class PlayScreen(Screen):
 
     def hold_key(self, event: events.Key) -> bool:
         """Called by the app for every key before any binding or widget sees it: True when it is held."""
+        if event.key != "escape":
+            self._confirm_leave = False  # esc asked to confirm leaving; any other key keeps playing
         if not self.holding or self.leaving or event.key in NEVER_HELD:
             return False
         self._held.append(events.Key(event.key, event.character))
@@ -216,6 +222,8 @@ class PlayScreen(Screen):
         return self.focused is not None and self.focused.id == "play-tools"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("call_tool", "submit_answer") and self.finished is not None:
+            return False  # the episode is over: not offered in the footer any more
         if action == "move_tool":  # only in the tool list; elsewhere the key is the widget's
             return self._tool_list_focused()
         if action == "enter_key":  # the tool list, a form field or the answer box; elsewhere (JSON editor, buttons)
@@ -393,7 +401,21 @@ class PlayScreen(Screen):
             await self.action_call_tool()
 
     def action_back(self) -> None:
+        if self.finished is None and self.episode is not None and not self._confirm_leave:
+            self._confirm_leave = True  # the next esc leaves; anything else keeps playing
+            self.notify("esc again leaves this episode (it is saved as abandoned, without a verdict); any other "
+                        "key keeps playing", title="leave?", severity="warning", timeout=8)
+            return
         self.leaving = True
         if self.finished is None and self.episode is not None:
             self.policy.queue.put_nowait(AssistantTurn("(abandoned)"))
         self.app.pop_screen()
+
+    def action_toggle_observation(self) -> None:
+        """Fold or unfold the last tool result (a long one is shown folded)."""
+        from textual.widgets import Collapsible
+
+        folds = list(self.query_one(Transcript).query(Collapsible))
+        if folds:
+            folds[-1].collapsed = not folds[-1].collapsed
+            folds[-1].scroll_visible()

@@ -71,7 +71,9 @@ class RowChange:
         keys = key_columns(self.table)
         return ", ".join(f"{k}={_full(self.values.get(k))}" for k in keys) or "no primary key"
 
-    def cells(self, columns: list[str]) -> list[Text]:
+    def cells(self, columns: list[str], stacked: bool = False) -> list[Text]:
+        """``stacked``: an updated value as ``before`` over ``→ after`` (a narrow pane shows both without scrolling
+        sideways), else ``before → after`` on one line."""
         sign, style = SIGNS[self.kind]
         keys = key_columns(self.table)
         out = [Text(sign, style=f"bold {style}")]
@@ -79,7 +81,7 @@ class RowChange:
             if self.kind != "updated":
                 out.append(Text(_cell(self.values.get(c)), style="bold " + style if c in keys else style))
             elif c in self.changed:
-                out.append(Text.assemble((_cell(self.before.get(c), 24), "strike dim"), " → ",
+                out.append(Text.assemble((_cell(self.before.get(c), 24), "strike dim"), "\n→ " if stacked else " → ",
                                          (_cell(self.after.get(c), 24), "bold yellow")))
             else:
                 out.append(Text(_cell(self.values.get(c)), style="bold" if c in keys else "dim"))
@@ -99,9 +101,10 @@ class DiffTable(DataTable):
     DiffTable { height: auto; max-height: 16; margin: 0 0 1 0; }
     """
 
-    def __init__(self, table: TableDiff, **kwargs: Any):
+    def __init__(self, table: TableDiff, stacked: bool = False, **kwargs: Any):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self.table = table
+        self.stacked = stacked
         self.changes = row_changes(table)
 
     def on_mount(self) -> None:
@@ -111,7 +114,8 @@ class DiffTable(DataTable):
             self.add_column(Text(visible(c)), key=c)  # a column name: the environment's text, not markup
         self.fixed_columns = 1 + len(key_columns(self.table))
         for i, change in enumerate(self.changes):
-            self.add_row(*change.cells(columns), key=str(i))
+            self.add_row(*change.cells(columns, self.stacked), key=str(i),
+                         height=2 if self.stacked and change.kind == "updated" else 1)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -156,6 +160,33 @@ class RowDetail(ModalScreen):
             yield Static(Text("escape or enter closes", style="dim"))
 
 
+NARROW = 30  # a diff pane narrower than this lists each changed row as lines instead of a table
+
+
+def narrow_rows(t: TableDiff) -> Text:
+    """The changed rows of one table for a narrow pane: the sign and key, then an update's changed columns as
+    ``column: before → after`` (an insert's or a delete's every column), wrapped, never cut at the pane edge."""
+    keys = key_columns(t)
+    out = Text()
+    for change in row_changes(t):
+        sign, style = SIGNS[change.kind]
+        values = change.values
+        key = ", ".join(f"{visible(k)} {_cell(values.get(k))}" for k in keys) or "(no key)"
+        out.append(f"{sign} ", style=f"bold {style}")
+        out.append(key + "\n", style="bold")
+        shown = change.changed if change.kind == "updated" else [c for c in table_columns(t) if c not in keys]
+        for c in shown:
+            out.append(f"  {visible(c)}: ", style="bold yellow" if change.kind == "updated" else "")
+            if change.kind == "updated":
+                out.append(_cell(change.before.get(c), 24), style="strike dim")
+                out.append(" → ")
+                out.append(_cell(change.after.get(c), 24) + "\n", style="bold yellow")
+            else:
+                out.append(_cell(values.get(c)) + "\n", style=style)
+    out.rstrip()
+    return out
+
+
 class DiffView(VerticalScroll):
     """A database diff (``show``); ``computing…`` until it is known; an error, whole, when it cannot be."""
 
@@ -196,10 +227,12 @@ class DiffView(VerticalScroll):
             if t.columns_added or t.columns_removed:
                 yield Static(Text("columns " + ", ".join([f"+{c}" for c in t.columns_added]
                                                          + [f"-{c}" for c in t.columns_removed])), classes="diff-note")
-            if t.inserted or t.deleted or t.updated:
+            if (t.inserted or t.deleted or t.updated) and 0 < self.size.width < NARROW:
+                yield Static(narrow_rows(t), classes="diff-rows")  # a narrow pane: each row as lines, wrapped
+            elif t.inserted or t.deleted or t.updated:
                 yield DiffTable(t)
             hidden = sum(max(0, len(g) - MAX_ROWS) for g in (t.inserted, t.deleted, t.updated))
             if hidden:
                 yield Static(Text(f"… {hidden} more rows (awm db diff shows all)"), classes="diff-note")
-        if diff.tables:
+        if diff.tables and not 0 < self.size.width < NARROW:
             yield Static(Text("enter on a row shows all its columns · ←/→ scroll a wide table"), classes="diff-note")

@@ -54,14 +54,21 @@ class VirtualTable(ScrollView, can_focus=True):
         self.widths: list[int] = []
         self.base_widths: list[int] = []
         self.grow: list[int] = []
+        self.key_column: int | None = None
+        self.shrink: list[int] = []
         self.rows: list[tuple[str, ...]] = []
         self.keys: list[str] = []
 
     # -- data ---------------------------------------------------------------------------------
-    def set_columns(self, names: list[str], widths: list[int], grow: list[int] | tuple[int, ...] = ()) -> None:
+    def set_columns(self, names: list[str], widths: list[int], grow: list[int] | tuple[int, ...] = (),
+                    key: int | None = None, shrink: list[int] | tuple[int, ...] = ()) -> None:
         """``widths`` are the least widths; the columns in ``grow`` (indexes, first served first) widen into the
-        space left, up to their longest cell."""
+        space left, up to their longest cell. ``key``: the column users act on (a scenario key they pass to
+        ``--scenario``) is never cut: it is as wide as its longest cell. When the columns do not fit, those in
+        ``shrink`` give way first, in that order, down to nothing (hidden), so the columns a user acts on stay on
+        screen without horizontal scrolling."""
         self.columns, self.base_widths, self.grow = list(names), list(widths), list(grow)
+        self.key_column, self.shrink = key, list(shrink)
         self._fit()
 
     def set_rows(self, rows: list[tuple], keys: list[str] | None = None) -> None:
@@ -83,25 +90,42 @@ class VirtualTable(ScrollView, can_focus=True):
     def cursor_key(self) -> str | None:
         return self.keys[self.cursor_row] if 0 <= self.cursor_row < len(self.keys) else None
 
+    def _longest(self, i: int) -> int:
+        return max([len(self.columns[i])] + [len(row[i]) for row in self.rows if i < len(row)])
+
     def _fit(self) -> None:
         widths = list(self.base_widths)
-        spare = self.scrollable_content_region.width - sum(w + 1 for w in widths) - 1
+        if self.key_column is not None and self.key_column < len(widths):
+            widths[self.key_column] = max(widths[self.key_column], self._longest(self.key_column))
+        room = self.scrollable_content_region.width - 1
+        if room > 0:
+            over = sum(w + 1 for w in widths) - room
+            for i in self.shrink:
+                if over <= 0:
+                    break
+                cut = min(over, widths[i] + 1)
+                if widths[i] - cut < 3:  # too narrow to read: hidden, with its separator
+                    cut = widths[i] + 1
+                widths[i] = widths[i] - cut if cut <= widths[i] else 0
+                over -= cut
+        spare = room - sum(w + 1 for w in widths if w) if room > 0 else 0
         for i in self.grow:
             if spare <= 0:
                 break
-            longest = max([len(self.columns[i])] + [len(row[i]) for row in self.rows if i < len(row)])
-            extra = min(spare, max(0, longest - widths[i]))
+            if widths[i] == 0:
+                continue
+            extra = min(spare, max(0, self._longest(i) - widths[i]))
             widths[i] += extra
             spare -= extra
         self.widths = widths
-        self.virtual_size = Size(sum(w + 1 for w in self.widths), len(self.rows) + 1)
+        self.virtual_size = Size(sum(w + 1 for w in self.widths if w), len(self.rows) + 1)
 
     def on_resize(self) -> None:
         self._fit()
 
     # -- drawing ------------------------------------------------------------------------------
     def _line(self, cells: tuple[str, ...], style: Style) -> list[Segment]:
-        text = " ".join(c[:w].ljust(w) for c, w in zip(cells, self.widths))
+        text = " ".join(c[:w].ljust(w) for c, w in zip(cells, self.widths) if w)
         return [Segment(text + " ", style)]
 
     def render_line(self, y: int) -> Strip:
@@ -157,6 +181,8 @@ class VirtualTable(ScrollView, can_focus=True):
             x = event.x + self.scroll_offset.x
             edge = 0
             for i, w in enumerate(self.widths):
+                if not w:  # hidden
+                    continue
                 edge += w + 1
                 if x < edge:
                     self.post_message(self.HeaderSelected(self, i))
