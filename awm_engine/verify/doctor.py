@@ -24,7 +24,7 @@ from typing import Any
 
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.paths import cache_dir
-from awm_engine.data.records import VERIFIER_MODES, LoadIssue
+from awm_engine.data.records import VERIFIER_MODES, LoadIssue, ToolParam
 from awm_engine.db.build import MAX_FINDINGS, BuildReport
 from awm_engine.runtime.health import HealthReport, check_scenario
 from awm_engine.runtime.openapi_tools import schema_problem_note, static_schema_errors
@@ -57,6 +57,9 @@ KINDS: dict[str, tuple[str, str]] = {
                                 "and its calls reach the earlier handler"),
     "invalid_schema": ("error", "a tool's input schema is not valid JSON Schema: every call fails under the "
                                 "reference"),
+    "uncallable_tool": ("error", "a parameter the route requires (path, query or body field) is not in the tool's input "
+                                 "schema, or the schema cannot carry it to the route (a path or query parameter of "
+                                 "the same name takes it; GET and DELETE drop the body): every call fails"),
     "tool_5xx": ("warning", "a GET tool answered 5xx in the health check (with the handler's traceback; a "
                             "placeholder id answered 'not found' with a 500 is common)"),
     "no_verifier": ("warning", "a task has no verifier in a mode (error: in neither mode; info: only the sql "
@@ -370,6 +373,44 @@ def missing_verifiers(scenario: Scenario) -> list[Problem]:
     return problems
 
 
+def uncallable_tools(scenario: Scenario, loaded: list[dict[str, Any]]) -> list[Problem]:
+    """Tools no call can succeed with: what each route requires (its path parameters, required query parameters and
+    required body fields, read from the code) against the loaded tool's input schema (``loaded``: the MCP tool list)
+    and how a call's arguments reach the route (fastapi-mcp's rule: a name that is a path or query parameter goes
+    there, the rest is the JSON body, dropped for GET and DELETE)."""
+    import re
+
+    schemas = {t.get("name"): t.get("inputSchema") or {} for t in loaded if isinstance(t, dict)}
+    problems = []
+    for tool in scenario.tools():
+        if tool.shadowed_by or tool.name not in schemas:  # hidden over MCP: reported as hidden_route
+            continue
+        properties = schemas[tool.name].get("properties")
+        exposed = set(properties) if isinstance(properties, dict) else set()
+        routed = {p.name for p in tool.params if p.location in ("path", "query", "header")}
+        needs = [p for p in tool.params if p.required or p.location == "path"]
+        needs += [ToolParam(n, "path", "str", True) for n in re.findall(r"{(\w+)}", str(tool.path))
+                  if n not in {p.name for p in tool.params if p.location == "path"}]  # in the URL, not declared
+        why = []
+        for param in needs:
+            if param.name not in exposed and _alias(scenario.code or "", param.name) in exposed:
+                continue  # declared as Query(..., alias="date"): the schema shows the alias
+            if param.name not in exposed:
+                why.append(f"the route requires {param.location} {'field' if param.location == 'body' else 'parameter'}"
+                           f" '{param.name}', which its input schema does not expose")
+            elif param.location == "body" and param.name in routed:
+                why.append(f"the route requires body field '{param.name}', but a path or query parameter of the same "
+                           "name takes that argument: it never reaches the body")
+            elif param.location == "body" and str(tool.method).lower() in ("get", "delete"):
+                why.append(f"the route requires body field '{param.name}', but {str(tool.method).upper()} calls "
+                           "carry no body")
+        if why:
+            problems.append(Problem("uncallable_tool", "error", scenario.key,
+                                    f"uncallable: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else ""),
+                                    "\n".join(why), tool=tool.name))
+    return problems
+
+
 def health_problems(key: str, health: HealthReport) -> list[Problem]:
     """A load failure, tools uncallable under the reference (from the loaded schemas), GET tools answering 5xx."""
     if not health.loads:
@@ -454,12 +495,36 @@ async def diagnose(scenario: Scenario, pool: EnvPool, catalog: Catalog | None = 
         if health.loads:  # the loaded schemas are the exact answer: drop what the source suggested
             problems = [p for p in problems if p.kind != "invalid_schema"]
         problems += found
+    if health is not None and health.loads:
+        try:
+            loaded = await _loaded_tools(pool, scenario)
+            problems += _checked(key, "tool parameters", lambda: uncallable_tools(scenario, loaded))
+        except Exception:  # noqa: BLE001
+            problems.append(_failed_check(key, "the tools' parameters"))
     if initial_db is not None and Path(initial_db).is_file():
         problems += await verifier_problems(scenario, Path(initial_db), verifier_timeout)
     diagnosis = Diagnosis(key, scenario.name, _sorted(problems), True, health.status if health else None,
                           time.perf_counter() - started, time.time())
     _store(scenario, diagnosis)
     return diagnosis
+
+
+def _alias(code: str, name: str) -> str | None:
+    """The ``alias=`` a parameter or field named ``name`` is declared with in ``code`` (``date_: str = Query(...,
+    alias="date")``), if any: the name its schema shows."""
+    import re
+
+    match = re.search(rf"\b{re.escape(name)}\s*:[^=\n]*=\s*\w+\([^)]*?\balias\s*=\s*[\"']([^\"']+)[\"']", code)
+    return match.group(1) if match else None
+
+
+async def _loaded_tools(pool: EnvPool, scenario: Scenario) -> list[dict[str, Any]]:
+    """The tools a loaded episode of ``scenario`` lists (name, description, inputSchema), as an MCP client sees."""
+    episode = await pool.open_episode(scenario)
+    try:
+        return list(episode.list_tools())
+    finally:
+        await episode.close()
 
 
 def quick_diagnosis(scenario: Scenario, catalog: Catalog | None = None) -> Diagnosis:
