@@ -62,7 +62,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                priority=True),
     ActionSpec("play.back", "back", "escape", "Back", "play"),
     ActionSpec("play.observation", "toggle_observation", "ctrl+o", "Fold / unfold the last result", "play",
-               footer="Result"),
+               show=False),  # its key is in the folded result's title
     # read as the app reads the key (priority), never after the focused widget's queue: a key typed right after
     # one of these lands where that one moved the focus (screens/play.py holds keys while a form is built)
     ActionSpec("play.next_field", "next_field", "tab", "Next field", "play", show=False, priority=True),

@@ -101,3 +101,17 @@ async def test_the_sql_example_names_a_table_of_the_environment(tmp_path):
         tables = {t.name for t in app.catalog.get(ENV).tables()}
         named = str(box.placeholder).split("FROM ", 1)[1].split()[0]
         assert named in tables
+
+
+async def test_the_first_down_on_the_tasks_tab_moves_to_the_second_task(tmp_path):
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.open_environment(ENV)
+        await wait_until(pilot, lambda: app.screen.query("#task-list"))
+        tasks = app.screen.query_one("#task-list", OptionList)
+        await wait_until(pilot, lambda: tasks.option_count > 1)
+        await pilot.press("5")
+        await wait_until(pilot, lambda: tasks.has_focus)
+        await pilot.press("down")
+        await wait_until(pilot, lambda: tasks.highlighted == 1, what="the second task highlighted")

@@ -408,7 +408,10 @@ class EnvironmentScreen(Screen):
     def action_show_tab(self, tab: str) -> None:
         """From any pane: focus moves to the tab's main widget first (focus left behind in the hidden tab would
         move to its next widget, and TabbedContent would switch straight back to that tab)."""
-        self.set_focus(self.query_one(TAB_FOCUS[tab]), scroll_visible=False)
+        target = self.query_one(TAB_FOCUS[tab])
+        if isinstance(target, OptionList) and target.highlighted is None and target.option_count:
+            target.highlighted = 0  # the item shown is the highlighted one: the first down moves to the second
+        self.set_focus(target, scroll_visible=False)
         self.query_one(TabbedContent).active = tab
 
     def selected_task(self) -> int:

@@ -39,6 +39,7 @@ class Transcript(VerticalScroll):
     def __init__(self, *, id: str | None = None, human: bool = False):
         super().__init__(id=id)
         self.human = human
+        self.fold_hint = " · ctrl+o" if human else ""  # play: ctrl+o folds or opens the last result
         self.env_errors = 0
         self.events: list[StepEvent] = []
 
@@ -78,7 +79,7 @@ class Transcript(VerticalScroll):
             if lines > 12 or len(text) > 1500:
                 first = text.split("\n", 1)[0][:80]
                 # a title is markup unless it is Content: "[@click=…]" in a result would be an action
-                widgets.append(Collapsible(body, title=Content(f"← {first} … ({lines} lines)"), collapsed=True))
+                widgets.append(Collapsible(body, title=Content(f"← {first} … ({lines} lines{self.fold_hint})"), collapsed=True))
             else:
                 widgets.append(Static(Text.assemble(("← ", "bold red" if event.is_error else "bold"),
                                                     (text, "red" if event.is_error else ""))))
