@@ -90,7 +90,7 @@ def test_gen_all_repairs_every_stage_and_the_result_works(tmp_path, capsys):
     assert len(scenario.tasks) == 3 and len(scenario.verifier_refs["code"]) == 3
     assert len(scenario.verifier_refs["sql"]) == 3
     assert awm(["db", "build", "--data", str(out), "--out", str(tmp_path / "dbs")]) == 0
-    assert "built 1 databases" in capsys.readouterr().out
+    assert "built 1 database in" in capsys.readouterr().out
     assert awm(["env", "test", "--data", str(out), "--json"]) == 0
     health = json.loads(capsys.readouterr().out)
     assert health[0]["status"] == "ok" and health[0]["tools"] == 2
