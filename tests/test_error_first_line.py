@@ -121,3 +121,25 @@ async def test_verdict_transcript_and_replay_lead_with_the_exception(run):
             await pilot.pause(0.05)
         first = lines(transcript.query(Static).first().content, width=200)
         assert first == [WANTED]
+
+
+def test_awm_replay_verify_and_env_call_lead_with_the_exception(run, capsys):
+    import json
+
+    from awm_engine.cli import main as awm
+
+    assert awm(["replay", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "add_first_again" in line)
+    assert lines[at + 1].strip() == f"→ 500 · {WANTED}"  # before the traceback
+    assert lines[at + 2].strip().startswith("Traceback (most recent call last):")
+    assert awm(["replay", str(run), "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert [s["exception"] for s in steps if s["traceback"]] == [WANTED]
+    data = run.parent / "data"
+    awm(["verify", str(run), "--mode", "code", "--data", str(data)])
+    out = capsys.readouterr().out
+    assert f"environment error: turn 1 · add_first_again → 500 · {WANTED}" in out
+    awm(["env", "call", "boom", "add_first_again", "--data", str(data)])
+    err = capsys.readouterr().err
+    assert WANTED in err.splitlines()[:3]

@@ -23,6 +23,7 @@ from awm_engine.cli.common import (
 )
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
+from awm_engine.data.error_text import exception_line
 from awm_engine.eval.episode import POLICIES, make_policy, run_episode, verification_warnings
 from awm_engine.verify.judge import DEFAULT_PROFILE, PROFILES
 from awm_engine.verify.rewards import RewardConfig
@@ -97,7 +98,8 @@ def _print_event(event, full: bool = False) -> None:
     elif isinstance(event, Observation):
         colour = "red" if event.is_error else "dim"
         stderr.print(f"  [{colour}]← {shown(cut(event.text, limit('result')))}[/{colour}]")
-        if event.traceback:
+        if event.traceback:  # the environment's exception first (type and message), then its traceback
+            stderr.print(f"  [bold magenta]{shown(exception_line(event.traceback))}[/bold magenta]", highlight=False)
             stderr.print(f"[dim]{shown(event.traceback.rstrip())}[/dim]", highlight=False)
     elif isinstance(event, FormatError):
         stderr.print(f"  [yellow]format error ({shown(event.kind)}): {shown(cut(event.detail, limit('format')))}[/yellow]")
@@ -175,6 +177,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         echo(f"{report.scenario} task {report.task_id}: label {report.label}, reward {report.reward}"
              + (f" ({report.note})" if report.note else ""))
+        from awm_engine.agent.replay import traced_steps
+
+        for step in traced_steps(run_dir):  # the environment's errors during the run: each one's exception first
+            echo(f"environment error: turn {step.iteration} · {step.tool or '?'} → "
+                 f"{step.status or step.error_kind or 'error'} · {exception_line(step.traceback)}")
         reasoning = ((report.judge or {}).get("judge_result") or {}).get("reasoning")
         if reasoning:  # the judge model's words: its control characters made visible
             echo(f"judge: {str(reasoning)[:500]}")
@@ -212,6 +219,7 @@ async def _replay(args: argparse.Namespace) -> int:
     steps = [{"step": s.index, "iteration": s.iteration, "tool": s.tool, "name": s.name, "arguments": s.arguments,
               "is_error": s.is_error, "is_final": s.is_final, "observation": (s.observation or "")[:300],
               "error_kind": s.error_kind, "status": s.status, "traceback": s.traceback,
+              "exception": exception_line(s.traceback) or None,
               "format_errors": s.format_errors} for s in run.steps]
     data = {"run_dir": str(run.run_dir), "scenario": run.scenario, "task_id": run.task_id,
             "stop_reason": run.stop_reason, "steps": steps}
@@ -240,7 +248,8 @@ async def _replay(args: argparse.Namespace) -> int:
     for s in steps:  # a run's record (tool names, arguments, tracebacks): echo makes its control characters visible
         what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
         echo(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
-        if s["traceback"]:  # the environment's exception behind this step's error
+        if s["traceback"]:  # the environment's exception behind this step's error: its line, then the traceback
+            echo(f"       → {s['status'] or s['error_kind'] or 'error'} · {s['exception']}")
             echo("\n".join("       " + line for line in s["traceback"].rstrip().splitlines()))
     if "diff" in data:
         c = data["diff"]["summary"]

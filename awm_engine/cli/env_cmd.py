@@ -29,6 +29,7 @@ from awm_engine.cli.common import (
     stdout,
 )
 from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args
+from awm_engine.data.error_text import exception_line
 from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
 from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
@@ -267,7 +268,8 @@ async def _call(args: argparse.Namespace) -> int:
         print_json({"scenario": scenario.key, "tool": args.tool, "arguments": arguments, **result.to_dict()})
     else:
         echo(result.text)  # the environment's text: its control characters made visible
-    if result.traceback:  # what the environment raised (the result text is what a model sees)
+    if result.traceback:  # what the environment raised (the result text is what a model sees): its line first
+        echo(exception_line(result.traceback), err=True)
         echo(result.traceback.rstrip(), err=True)
     if result.error_kind == "unknown_tool":  # the text stays the reference's; the valid names go to stderr
         echo(unknown_tool_hint(args.tool, names), err=True)
