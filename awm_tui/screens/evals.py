@@ -38,7 +38,8 @@ from .mcp_universe import run_label as mcpu_label
 
 TABLE_VIEWS = (BfclRunView, McpuRunView)  # runs shown as two tables of their own (groups, then items)
 
-SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "errors"]
+# "failures": every rollout that did not complete, by cause (the word awm eval report uses, docs/exit-codes.md)
+SCENARIO_COLUMNS = ["scenario", "rollouts", "reward", "complete", "pass@1", "pass@k", "failures"]
 SCENARIO_WIDTHS = [24, 8, 7, 8, 7, 7, 12]  # least widths: the scenario and errors columns take the room left
 ROLLOUT_COLUMNS = ["scenario", "task", "sample", "status", "label", "reward", "stop", "error"]
 ROLLOUT_WIDTHS = [24, 4, 6, 6, 12, 6, 13, 12]  # a rollout is scenario / task / sample, each in its own column
@@ -229,7 +230,7 @@ class EvalScreen(Screen):
                              f"\nrollouts {done}" + (f"/{expected}" if expected else ""),
                              f"  ·  mean reward {fmt(overall['mean_reward'])}",
                              f"  ·  completion {fmt(overall['completion_rate'])}", passes,
-                             "\nerrors: " + (", ".join(f"{c} {overall['errors'][c]}" for c in ERROR_CLASSES
+                             "\nfailures: " + (", ".join(f"{c} {overall['errors'][c]}" for c in ERROR_CLASSES
                                                        if overall["errors"][c]) or "none"))
         self.query_one("#run-head", Static).update(head)
         bar = self.query_one(ProgressBar)
