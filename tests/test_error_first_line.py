@@ -4,7 +4,7 @@ leads with label and reward, then that line; the traceback comes after."""
 import asyncio
 
 import pytest
-from tinyenv import BOOM, make_env_dir
+from tinyenv import BOOM, DUPLICATE, make_env_dir
 
 from awm_engine.agent.policies import AssistantTurn, NativeCall, ScriptedTurns
 from awm_engine.agent.replay import traced_steps
@@ -13,14 +13,6 @@ from awm_engine.data.catalog import Catalog
 from awm_engine.data.error_text import error_title, exception_line
 from awm_engine.eval.episode import run_episode
 
-DUPLICATE = '''
-@app.post("/api/notes/again", summary="Add note 1 again", description="Violates the primary key.", tags=["bad"], operation_id="add_first_again", response_model=NoteOut)
-async def add_first_again():
-    session = SessionLocal()
-    session.add(Note(id=1, text="again"))
-    session.commit()
-    return NoteOut(id=1, text="again")
-'''
 CHAINED = '''Traceback (most recent call last):
   File "/venv/sqlalchemy/engine/base.py", line 1967, in _exec_single_context
     self.dialect.do_execute(

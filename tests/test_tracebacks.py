@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from tinyenv import BOOM, make_env_dir
+from tinyenv import BOOM, DUPLICATE, make_env_dir
 
 from awm_engine.agent.policies import AssistantTurn, NativeCall, ScriptedTurns
 from awm_engine.agent.replay import traced_steps
@@ -19,14 +19,6 @@ from awm_engine.runtime.inprocess import Episode, LoadedEnv
 from awm_engine.runtime.mcp_client import McpEpisode
 from awm_engine.runtime.pool import EnvPool
 
-DUPLICATE = '''
-@app.post("/api/notes/again", summary="Add note 1 again", description="Violates the primary key.", tags=["bad"], operation_id="add_first_again", response_model=NoteOut)
-async def add_first_again():
-    session = SessionLocal()
-    session.add(Note(id=1, text="again"))
-    session.commit()
-    return NoteOut(id=1, text="again")
-'''
 ERROR_TEXT = "Error calling {}. Status code: 500. Response: Internal Server Error"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import test_tui_snapshots
 from test_tui_snapshots import RUNS, make_app, neutralise, plain, settle, tmp_prefixes, wait_until
 from textual.widgets import OptionList, Static
-from tinyenv import BOOM, make_env_dir
+from tinyenv import BOOM, DUPLICATE, make_env_dir
 
 from awm_engine.agent.policies import AssistantTurn, NativeCall, ScriptedTurns
 from awm_engine.agent.rollout import AgentConfig
@@ -74,16 +74,6 @@ def plain_of(static: Static) -> str:
     console = Console(width=200, record=True)
     console.print(static.content)
     return console.export_text()
-
-
-DUPLICATE = '''
-@app.post("/api/notes/again", summary="Add note 1 again", description="Violates the primary key.", tags=["bad"], operation_id="add_first_again", response_model=NoteOut)
-async def add_first_again():
-    session = SessionLocal()
-    session.add(Note(id=1, text="again"))
-    session.commit()
-    return NoteOut(id=1, text="again")
-'''
 
 
 def test_snapshot_verdict_with_a_500_at_80x24(snap_compare, workdir):

@@ -130,6 +130,16 @@ def make_env_dir(root: Path, envs: dict[str, str], schema: dict | None = None) -
         (root / f"{fname}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root
 
+# a write that violates the primary key: SQLAlchemy's IntegrityError behind a 500
+DUPLICATE = '''
+@app.post("/api/notes/again", summary="Add note 1 again", description="Violates the primary key.", tags=["bad"], operation_id="add_first_again", response_model=NoteOut)
+async def add_first_again():
+    session = SessionLocal()
+    session.add(Note(id=1, text="again"))
+    session.commit()
+    return NoteOut(id=1, text="again")
+'''
+
 SLEEP = '''
 @app.get("/api/sleep", summary="Sleep", description="Blocks in C.", tags=["bad"], operation_id="sleep", response_model=NoteList)
 async def sleep():
