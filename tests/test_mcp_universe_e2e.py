@@ -192,3 +192,13 @@ def test_react_mode_and_resume(configs, servers_file, tmp_path, capsys):
         assert code == 0
         reasked = [r for r in llm.requests[asked:] if "3P% of Bronny James" in json.dumps(r["messages"])]
         assert not reasked
+
+
+def test_a_run_that_scores_nothing_exits_1(configs, servers_file, tmp_path, capsys):
+    out = tmp_path / "needs-only"
+    with FakeLLMServer(SCRIPT) as llm:  # both tasks need a service the offline run does not have
+        code = main(["bench", "mcp-universe", "run", "--mcp-universe", str(configs), "--task", "info_search_task_0001",
+                     "yfinance_task_0001", "--servers", str(servers_file), "--model", "scripted", "--base-url",
+                     llm.url, "--simulation", "--out", str(out), "--quiet"])
+    assert code == 1
+    assert "nothing was scored: of 2 tasks, 0 errored and 2 need a service" in capsys.readouterr().err

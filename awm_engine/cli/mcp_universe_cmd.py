@@ -254,7 +254,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 130
     _print_rates(meta, "paper")
     stderr.print(f"run directory: {out.resolve()}", markup=False)
+    reason = nothing_scored(out)
+    if reason:  # the run tells nothing: exit 1, as awm eval run (docs/exit-codes.md)
+        stderr.print(f"[red]{reason}[/red]", highlight=False)
+        return 1
     return 0
+
+
+def nothing_scored(out: Path) -> str | None:
+    """Why an MCP-Universe run scored nothing (no task run, every task errored, or every one needs a service the
+    run did not have), else None."""
+    from awm_engine.eval.results import read_records
+
+    records = read_records(Path(out) / "results.jsonl")
+    errored = sum(r.get("status") == "error" for r in records)
+    needs = sum(r.get("status") != "error" and r.get("label") == "needs" for r in records)
+    if not records:
+        return "nothing to run: no task was selected"
+    if errored + needs >= len(records):
+        return (f"nothing was scored: of {len(records)} tasks, {errored} errored and {needs} need a service the run "
+                "did not have")
+    return None
 
 
 def _print_rates(meta: dict, grouping: str, fmt: str = "text") -> None:
