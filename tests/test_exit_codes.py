@@ -166,6 +166,16 @@ def test_env_serve_and_fake_llm_busy_port_is_3(sample, tmp_path):
     assert awm("fake-llm", "--script", str(tmp_path / "bad.json"), "--port", "0").returncode == 2
 
 
+def test_env_serve_is_1_when_the_episode_does_not_open(tmp_path):
+    """(0 on SIGTERM: tests/test_serve_sigterm.py)"""
+    from tinyenv import make_env_dir
+
+    data = make_env_dir(tmp_path / "data", {"broken": '#FULLraise RuntimeError("no app here")\n'})
+    serve = awm("env", "serve", "--data", str(data), "--scenario", "broken", "--port", "0")
+    assert serve.returncode == 1, serve.stderr
+    assert "RuntimeError: no app here" in serve.stderr
+
+
 # -- agent run, verify, replay ---------------------------------------------------------------------------------
 
 def test_agent_run(broken, tmp_path):
