@@ -267,3 +267,33 @@ def test_exception_codes(monkeypatch, capsys, raised, code):
     monkeypatch.setattr(catalog_cmd, "cmd_list", boom)
     assert main(["catalog", "list"]) == code
 
+
+
+def test_bench_tau2_run_is_1_when_nothing_was_scored(tmp_path, capsys):
+    """Every simulation errors (the model endpoint answers 500): the run tells nothing, exit 1 with the reason."""
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+    from awm_engine.bench.tau2.data import Tau2Data
+
+    fixture = Path(__file__).parent / "fixtures" / "tau2"
+    task = Tau2Data(fixture).domain("airline").split_tasks()[0].id
+    with FakeLLMServer({"responses": [{"status": 500, "body": "down"}]}) as llm:
+        code = main(["bench", "tau2", "run", "--tau2-data", str(fixture), "--domain", "airline", "--task", str(task),
+                     "--model", "scripted", "--base-url", llm.url, "--retries", "0", "--out", str(tmp_path / "run"),
+                     "--quiet"])
+    assert code == 1
+    assert "every rollout errored (1 of 1)" in capsys.readouterr().err
+
+
+def test_bench_bfcl_run_is_1_when_nothing_was_scored(tmp_path, capsys):
+    """The one entry errors (the model endpoint answers 500): nothing scored, exit 1, and the entry is named once."""
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+    from awm_engine.bench.bfcl import wheel
+
+    if wheel.problem() is not None:
+        pytest.skip(f"BFCL is not installed here (make bfcl): {wheel.problem()}")
+    with FakeLLMServer({"responses": [{"status": 500, "body": "down"}]}) as llm:
+        code = main(["bench", "bfcl", "run", "--entries", "simple_python_0", "--model", "scripted", "--base-url",
+                     llm.url, "--retries", "0", "--out", str(tmp_path / "run"), "--quiet"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "1 entry errored (not scored)" in err and "nothing was scored" in err

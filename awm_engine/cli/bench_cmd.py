@@ -181,7 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_report(meta)
     stderr.print(f"run directory: {out.resolve()}")
     if meta["totals"]["errors"]:
-        stderr.print(f"{meta['totals']['errors']} entries errored (not scored); rerun them with "
+        errored = meta['totals']['errors']
+        stderr.print(f"{errored} {'entry' if errored == 1 else 'entries'} errored (not scored); rerun them with "
                      f"awm bench bfcl run --resume {out}")
     if not meta["totals"].get("scored"):  # nothing was scored: the run tells nothing
         stderr.print("[red]nothing was scored[/red]")
