@@ -1,12 +1,14 @@
-"""No verdict can be written by anyone but its own verifier: hostile multi-turn answers, whose calls bfcl-eval
-``eval()``s, are scored in one run together with honest entries, on a pool of two workers. Whatever the
-hostile code does — monkeypatching bfcl-eval's checkers, writing forged answer lines to every descriptor or
-through ``/proc/<pid>/fd``, opening other processes' memory, killing its parent and siblings — every honest
-entry gets the verdict it gets in a run of its own, and no hostile entry is valid. Needs the bfcl-eval wheel
-(``make bfcl``)."""
+"""No verdict can be written by anyone but its own verifier: hostile answers, whose text bfcl-eval ``eval()``s
+(multi-turn calls, prompt-mode arguments), are scored in one run together with honest entries, on a pool of
+two workers. Whatever the hostile code does — monkeypatching bfcl-eval's checkers anywhere, writing forged
+answer lines to every descriptor or through ``/proc/<pid>/fd``, opening other processes' memory, killing its
+parent and siblings, reading the answer key from disk or memory to replay it — every honest entry gets the
+verdict it gets in a run of its own, and no hostile entry is valid: not even its own verdict can be rigged.
+Needs the bfcl-eval wheel (``make bfcl``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,15 @@ for name, module in list(sys.modules.items()):
     if name.startswith("bfcl_eval.eval_checker") and module is not None:
         for attr in ("multi_turn_checker", "ast_checker", "state_checker", "response_checker"):
             if name.endswith("eval_runner") and hasattr(module, attr):
+                setattr(module, attr, always)
+"""
+EVERYWHERE = """
+import sys
+always = lambda *args, **kwargs: {"valid": True, "forged": True}
+for name, module in list(sys.modules.items()):
+    if name.startswith("bfcl_eval") and module is not None:
+        for attr in list(vars(module)):
+            if attr.endswith("_checker") or attr.startswith("_evaluate_single"):
                 setattr(module, attr, always)
 """
 FD_WRITES = """
@@ -97,8 +108,9 @@ def hostile_step(code: str) -> list[dict[str, str]]:
 
 
 def hostile_request(code: str, via: str) -> tuple[str, dict]:
-    """A hostile answer: a multi-turn call bfcl-eval executes, or a prompt-mode single-turn answer whose
-    argument bfcl-eval's decoder eval()s (arithmetic)."""
+    """A hostile answer: a multi-turn call bfcl-eval executes (then a call in every later turn, so that a checker
+    rigged by it would find nothing missing), or a prompt-mode single-turn answer whose argument bfcl-eval's
+    decoder eval()s (arithmetic)."""
     if via == "decoder":
         source = code.replace("FORGED", repr(FORGED))
         text = f"[calculate_triangle_area(base=(exec(bytes.fromhex('{source.encode().hex()}').decode(), {{}}) or 11)" \
@@ -106,7 +118,7 @@ def hostile_request(code: str, via: str) -> tuple[str, dict]:
         return "score", {"entry_id": "simple_python_0", "mode": "prompt", "raw": text, "display": False}
     entry = data.entries("multi_turn_base")[0]
     return "check", {"entry_id": entry.id, "mode": "fc",
-                     "raw": [[hostile_step(code)]] + [[] for _ in entry.ground_truth[1:]]}
+                     "raw": [[hostile_step(code)]] + [[[{"ls": "{}"}]] for _ in entry.ground_truth[1:]]}
 
 
 def fc_turns(entry, turns: list[list[str]]) -> list[list]:
@@ -173,14 +185,53 @@ def never_valid(found: list) -> None:
 
 
 @pytest.mark.parametrize("via", ["multi_turn", "decoder"])
-@pytest.mark.parametrize("code", [MONKEYPATCH, FD_WRITES, PROC], ids=["monkeypatch", "fd-writes", "proc"])
-def test_a_hostile_answer_cannot_write_another_entrys_verdict(alone, code, via):
+@pytest.mark.parametrize("code", [MONKEYPATCH, EVERYWHERE, FD_WRITES, PROC],
+                         ids=["monkeypatch", "monkeypatch-everywhere", "fd-writes", "proc"])
+def test_a_hostile_answer_cannot_write_any_verdict(alone, code, via):
     honest, hostile = hostile_run(code, via)
     assert honest == alone
-    if (code, via) != (MONKEYPATCH, "decoder"):
-        never_valid(hostile)
-    # else: the decoder eval()s the hostile code before the AST checker is called, in the process that checks
-    # this answer (as bfcl-eval's own runner does): it can rig its own verdict — never another's (host.py)
+    never_valid(hostile)  # its own verdict neither: the model's code runs apart from the checker (untrusted.py)
+
+
+KEY_CALL = """
+import json, sys
+utils = sys.modules["bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"]
+try:
+    key = [json.loads(line) for line in open(PATH)]
+except OSError:  # the file cannot be read: the answer key from memory, anywhere in this process
+    import gc
+    key = [o for o in gc.get_objects() if isinstance(o, dict) and o.get("id") == ENTRY and "ground_truth" in o]
+truth = [e for e in key if e["id"] == ENTRY][0]["ground_truth"][TURN][CALL]
+name = truth.split("(")[0]
+instance = [v for n, v in vars(utils).items() if n.endswith("_instance") and "ground_truth" not in n
+            and hasattr(v, name)][0]
+result = eval("instance." + truth, {"instance": instance})
+f = lambda: result
+"""
+
+
+def test_a_hostile_answer_cannot_replay_the_answer_key():
+    """An answer whose every call is code that looks its call up in the answer key (the wheel's possible-answer
+    file, else any dict in memory) and makes it: with the key at hand it would be valid. The model's code runs
+    where no file can be read and no answer was ever loaded, so it finds none and the answer is not valid."""
+    entry = data.entries("multi_turn_base")[0]
+    path = wheel.project_root() / "bfcl_eval" / "data" / "possible_answer" / "BFCL_v4_multi_turn_base.json"
+    if not path.is_file():
+        import bfcl_eval
+        path = Path(bfcl_eval.__file__).parent / "data" / "possible_answer" / "BFCL_v4_multi_turn_base.json"
+    assert path.is_file() and entry.id in path.read_text()[:20000]
+
+    def step(turn: int, index: int) -> dict[str, str]:
+        code = KEY_CALL.replace("PATH", repr(str(path))).replace("ENTRY", repr(entry.id)) \
+            .replace("TURN", str(turn)).replace("CALL", str(index))
+        return {f"(lambda ns: (exec(bytes.fromhex('{code.encode().hex()}').decode(), ns), ns['f'])[1])({{}})": "{}"}
+
+    raw = [[[step(turn, i) for i in range(len(calls))]] if calls else [] for turn, calls in enumerate(entry.ground_truth)]
+    with CheckerHost(workers=1) as pool:
+        verdict = pool.call("check", entry_id=entry.id, mode="fc", raw=raw)["verdict"]
+        honest = pool.call("check", entry_id=entry.id, mode="fc", raw=fc_turns(entry, entry.ground_truth))["verdict"]
+    assert honest["valid"] is True
+    assert verdict["valid"] is False, verdict
 
 
 @pytest.mark.parametrize("via", ["multi_turn", "decoder"])
@@ -197,7 +248,11 @@ def test_the_hostile_code_runs_and_finds_every_door_closed():
     os_ = "__import__('os')"
     probes = {
         f"str({os_}.getpid() != {os_}.getppid())": "True",
-        f"str(sorted({os_}.listdir('/proc/self/fd'))[:4])": "['0', '1', '2', '3']",
+        f"str([f for f in range(256) if {os_}.path.exists('/proc/self/fd/%d' % f)])": "[0, 1, 2, 3]",
+        # the wheel's data (its questions and the answer key) is not readable; its code is
+        "str(open(__import__('os').path.dirname(__import__('sys').modules['bfcl_eval'].__file__) "
+        "+ '/data/possible_answer/BFCL_v4_multi_turn_base.json'))": "Permission denied",
+        "str(len(open(__import__('sys').modules['bfcl_eval'].__file__).read()) >= 0)": "True",
         f"str({os_}.listdir('/proc/%d/fd' % {os_}.getppid()))": "Permission denied",
         f"str(open('/proc/%d/mem' % {os_}.getppid(), 'rb'))": "Permission denied",
         f"str([{os_}.listdir(f'/proc/{{p}}/fd') for p in {os_}.listdir('/proc') if p.isdigit() and p != 'self' "

@@ -53,10 +53,12 @@ def fs_access(abi: int) -> int:
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
-def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False) -> int:
-    """Confine this process: read/execute everywhere, write only below ``writable`` (plus /dev/null & co); with
-    ``scope`` (ABI ≥ 6) it can neither connect to abstract unix sockets nor signal processes created outside its
-    Landlock domain. Returns the ABI used; raises OSError when Landlock is unavailable or a step fails."""
+def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
+             readable: list[str] | None = None) -> int:
+    """Confine this process: read/execute everywhere (or, with ``readable``, only below those paths: ``[]`` reads
+    no file at all), write only below ``writable`` (plus /dev/null & co); with ``scope`` (ABI ≥ 6) it can neither
+    connect to abstract unix sockets nor signal processes created outside its Landlock domain. Returns the ABI
+    used; raises OSError when Landlock is unavailable or a step fails."""
     abi = abi_version()
     if abi < 1:
         raise OSError("Landlock is not available on this kernel")
@@ -90,7 +92,8 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False) -
             finally:
                 os.close(fd)
 
-        allow("/", READ)
+        for path in ["/"] if readable is None else readable:
+            allow(path, READ)
         for device in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty"):
             allow(device, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
         for path in writable:

@@ -13,24 +13,24 @@ multi-turn executor (every call string). In the workers ``eval``/``exec`` of eve
 tripwire, except the executor's eval, which makes a call only when the string is a public method of one of the
 wheel's backend instances with literal arguments (what honest answers are: the wheel's code on plain data,
 exactly as eval would make it) and trips the wire otherwise. A request that trips it is thrown away (the
-worker's backends are reset) and served again in a **child forked for it alone** (``_isolated``) with the real
-eval. Before touching the request the child closes every descriptor it inherited except a fresh result pipe
-(stdio is a fresh ``/dev/null``), puts itself in a process group of its own, and enters a Landlock domain of
-its own with no writable path and signals and abstract unix sockets scoped to it (it can signal, and connect
-to, only itself and what it starts). The worker reads at most ``MAX_ANSWER`` bytes from the pipe until the
-child exits or the request's time is up, kills the child's group, and passes on only one JSON object (one
-line) as the answer to that request — anything else is that request's error. The host and every worker are not dumpable (``PR_SET_DUMPABLE`` 0), so
-no process of the sandbox can open their ``/proc/<pid>/fd``, ``/proc/<pid>/mem`` (ptrace and
-``process_vm_*`` are denied by the system-call filter anyway), nor a child's, which inherits it. A worker that
+worker's backends are reset) and served again (``_remote``) with the model's text run by a child of the
+**runner** (``untrusted.py``: forked before any entry's data was loaded; the child keeps only its socket,
+reads no file of the wheel's data, writes none, signals and connects only inside its own Landlock domain):
+the decoder's eval and every execution of the model's calls go there, what comes back is rebuilt as data
+(``state_codec``), and the ground truth is executed and the official checker decides here, in the worker.
+The host and every worker are not dumpable (``PR_SET_DUMPABLE`` 0), so no process of the sandbox can open
+their ``/proc/<pid>/fd``, ``/proc/<pid>/mem`` (ptrace and ``process_vm_*`` are denied by the system-call
+filter anyway), nor the runner's or a child's, which inherit it. A worker that
 outlives a request's timeout is killed with its process group, one that dies fails its request (retried once,
 on a new worker: a worker dies only of something outside it, such as the memory limit) and those queued behind
 it go to the other workers; either is replaced by a new fork of the host.
 
-What remains to a hostile answer is its own entry: its code runs in the process that checks it (as in
-bfcl-eval's own runner), so it can rig or break its own verdict and no other.
+What remains to a hostile answer is what a model's calls can do: change what its own calls return and
+leave behind in its own backends — never a verdict, not even its own.
 
 Protocol (one line per message): a request is ``<id> <timeout> <json>`` (the JSON has ``kind`` = score |
-execute | check | states | ping, ``entry_id``, ``mode``, ``raw`` / ``previous``, ``display``), an answer is
+execute | check | states | ping, ``entry_id``, ``mode``, ``raw`` / ``previous``, ``display``, and
+``isolate``: the model's text in the runner's child even when it is literal), an answer is
 ``<id> <json>`` (``ok``, ``result`` or ``error``). The host reads only the two header fields and forwards the
 JSON as it is to a worker (``<timeout> <json>``), and the worker's answers in order, one line each.
 """
@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import ast
 import ctypes
-import gc
 import inspect
 import json
 import os
-import select
 import selectors
 import signal
 import sys
@@ -51,14 +49,13 @@ import traceback
 from collections import deque
 from typing import Any
 
-from awm_engine.bench.bfcl import checker
-from awm_engine.sandbox import landlock
+from awm_engine.bench.bfcl import checker, untrusted
 
 PIPELINE = 4  # requests queued at a worker at once
-MAX_ANSWER = 64 << 20  # the longest answer a child may give
 PR_SET_DUMPABLE = 4
 _GUARDED: list[tuple[dict[str, Any], str]] = []  # (module namespace, name) where the tripwire stands
 _BACKENDS: set[type] = set()  # the wheel's multi-turn backend classes
+CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
 
 
 class _Executes(BaseException):
@@ -71,7 +68,7 @@ _TRIPPED = [False]
 
 def _tripwire(*args: Any, **kwargs: Any) -> Any:
     _TRIPPED[0] = True
-    raise _Executes("this request executes the model's text: it runs in a child of its own")
+    raise _Executes("this request executes the model's text: the runner's child runs it")
 
 
 def _literal(node: ast.AST) -> bool:
@@ -193,116 +190,47 @@ def _answer(line: bytes) -> bytes:
             raise ValueError("a request is a JSON object")
     except ValueError as exc:
         return _failure(f"malformed request: {exc}")
+    if request.get("isolate") is True:  # asked for (tests, checks): the model's text in the runner's child anyway
+        return _remote(request, timeout)
     _TRIPPED[0] = False
     answer = _compute(request)
-    return _isolated(request, timeout) if _TRIPPED[0] else answer
+    return _remote(request, timeout) if _TRIPPED[0] else answer
 
 
-def _isolated(request: dict[str, Any], timeout: float) -> bytes:
-    """``request`` served by a child forked for it alone; its answer only if it is one JSON object."""
+def _remote(request: dict[str, Any], timeout: float) -> bytes:
+    """``request`` served again in this worker with the model's text run by a child of the runner
+    (``untrusted``): the decoder's eval and every execution of the model's calls go there, the ground truth is
+    executed here and the official checker decides here, on the data the child gives back."""
     deadline = time.monotonic() + max(0.1, timeout - min(2.0, timeout * 0.2))  # before the host's own deadline
-    if "entry_id" in request:
-        checker.preload(request["entry_id"])  # the wheel's data, parsed in the worker once (the child cannot write)
-    result_read, result_write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        _child(request, result_write)
-    os.close(result_write)
+    decoder = vars(sys.modules[untrusted.UTILS])
+    judge = sys.modules[CHECKER]
+    official = sys.modules[untrusted.EXECUTOR].execute_multi_turn_func_call
+    signature = inspect.signature(official)
     try:
-        os.setpgid(pid, pid)  # also done by the child: whichever runs first
-    except OSError:
-        pass
+        runner = untrusted.Runner(deadline)
+    except untrusted.RunnerError as exc:
+        return _failure(f"the model's code could not be run: {exc}")
+
+    def routed(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if str(bound.arguments["model_name"]).endswith("_ground_truth"):
+            return official(*args, **kwargs)  # the ground truth: executed here (literal calls, _backend_call)
+        return runner.execute(dict(bound.arguments))
+
+    saved = decoder["eval"], judge.execute_multi_turn_func_call
+    decoder["eval"], judge.execute_multi_turn_func_call = runner.eval, routed
+    checker.EXECUTE[:] = [routed]
+    _TRIPPED[0] = False
     try:
-        data, why = _collect(pid, result_read, deadline)
+        answer = _compute(request)
     finally:
-        os.close(result_read)
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:  # everything the child started dies with it (a zombie still holds its group)
-                target()
-                break
-            except OSError:
-                continue
-        _, status = os.waitpid(pid, 0)
-    if why is not None:
-        return _failure(why)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0 or not data:
-        return _failure(f"the checker crashed (exit code {code})")
-    try:
-        answer = json.loads(data)
-        if b"\n" in data or not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
-            raise ValueError("not one answer")
-    except ValueError:
-        return _failure("the checker's answer is not one JSON object (what ran wrote to its result pipe)")
-    return data
-
-
-def _collect(pid: int, result: int, deadline: float) -> tuple[bytes, str | None]:
-    """What the child writes until it exits (or the deadline, or ``MAX_ANSWER``): (bytes, why it failed)."""
-    pidfd = os.pidfd_open(pid)
-    poller = select.poll()
-    poller.register(result, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
-    chunks: list[bytes] = []
-    size, ended = 0, False
-    try:
-        while not ended:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return b"", "timeout"
-            for fd, _ in poller.poll(left * 1000):
-                if fd == pidfd:
-                    ended = True
-                    continue
-                chunk = os.read(result, 1 << 20)
-                if not chunk:
-                    poller.unregister(result)
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > MAX_ANSWER:
-                    return b"", f"the checker's answer is longer than {MAX_ANSWER} bytes"
-        os.set_blocking(result, False)  # it has exited: what it wrote is in the pipe (nothing later counts)
-        while True:
-            try:
-                chunk = os.read(result, 1 << 20)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_ANSWER:
-                return b"", f"the checker's answer is longer than {MAX_ANSWER} bytes"
-        return b"".join(chunks), None
-    finally:
-        os.close(pidfd)
-
-
-def _child(request: dict[str, Any], result: int) -> None:
-    """A request's own process: only its result pipe (as fd 3), stdio on a fresh /dev/null, its own process
-    group and Landlock domain (no writes, signals and abstract sockets scoped), the real eval; then the request."""
-    code = 1
-    try:
-        os.setpgid(0, 0)
-        if result != 3:
-            os.dup2(result, 3)
-        os.closerange(0, 3)
-        os.closerange(4, 1 << 20)
-        for _ in range(3):
-            os.open(os.devnull, os.O_RDWR)
-        gc.freeze()  # the worker's objects are never collected here: fewer pages copied
-        for namespace, name in _GUARDED:
-            namespace.pop(name, None)
-        try:
-            landlock.restrict([], deny_tcp=True, scope=True)
-        except OSError:
-            pass  # no Landlock on this kernel (the sandbox reports it): descriptors and dumpable still hold
-        body = memoryview(_compute(request))
-        while body:
-            body = body[os.write(3, body):]
-        code = 0
-    finally:
-        os._exit(code)
+        decoder["eval"], judge.execute_multi_turn_func_call = saved
+        checker.EXECUTE.clear()
+        runner.close()
+    if _TRIPPED[0]:
+        return _failure("bfcl-eval eval()s this answer's text where awm does not expect it: not scored")
+    return answer
 
 
 def _serve(requests: int, answers: int) -> None:
@@ -311,10 +239,9 @@ def _serve(requests: int, answers: int) -> None:
     try:
         _undumpable()
         os.setsid()
-        keep = sorted((requests, answers))
-        os.closerange(3, keep[0])
-        os.closerange(keep[0] + 1, keep[1])
-        os.closerange(keep[1] + 1, 1 << 16)
+        keep = sorted((requests, answers, *(c.fileno() for c in untrusted.CONTROL)))
+        for low, high in zip([2, *keep], [*keep, 1 << 16]):
+            os.closerange(low + 1, high)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -391,6 +318,7 @@ class _Worker:
 def main() -> int:
     _undumpable()
     checker.warm_up()
+    runner = untrusted.start()  # before any entry's data is loaded, and before the tripwire stands
     _guard()
     out = sys.stdout.buffer
     count = max(1, int(os.environ.get("AWM_BFCL_WORKERS") or 1))  # CheckerHost sets it (sandboxed.worker_count)
@@ -481,6 +409,9 @@ def main() -> int:
     out.flush()
     for worker in list(workers.values()):
         worker.stop(True)
+    for control in untrusted.CONTROL:
+        control.close()  # the runner ends (and kills its children) when the last end closes
+    os.waitpid(runner, 0)
     return 0
 
 
