@@ -1,6 +1,8 @@
 """Rough edges of play (issue 27 item 5), each pinned: esc mid-episode asks first; after the verdict the footer no
 longer offers call/answer; the tool list is in the Tools tab's order; ctrl+o folds and unfolds the last result; the
 SQL box's example names a table the environment has."""
+import json
+
 from textual.widgets import Collapsible, Input, OptionList
 
 from awm_tui.app import AwmApp
@@ -45,6 +47,12 @@ async def test_esc_mid_episode_asks_first_and_any_other_key_keeps_playing(tmp_pa
         assert app.screen is screen
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is env_screen, what="leaving on the second esc")
+        # saved as abandoned: no final answer, no verdict (the replay list and eval reports say "abandoned")
+        found = lambda: list(tmp_path.rglob("trajectory.json"))  # noqa: E731
+        await wait_until(pilot, found, what="the abandoned run's trajectory")
+        trajectory = json.loads(found()[0].read_text())
+        assert trajectory["awm"]["stop_reason"] == "abandoned" and not trajectory["awm"]["final_answer"], trajectory["awm"]
+        assert not list(tmp_path.rglob("verification*.json"))
 
 
 async def test_after_the_verdict_call_and_answer_are_not_offered(tmp_path):

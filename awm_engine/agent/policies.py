@@ -196,10 +196,17 @@ class HumanPolicy:
     name = "human"
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[AssistantTurn] = asyncio.Queue()
+        self.queue: asyncio.Queue[AssistantTurn | None] = asyncio.Queue()
+
+    def abandon(self) -> None:
+        """The person leaves: the episode ends as ``abandoned`` (no final answer, never verified)."""
+        self.queue.put_nowait(None)
 
     async def next_turn(self, messages, tools, mode) -> AssistantTurn:
-        return await self.queue.get()
+        turn = await self.queue.get()
+        if turn is None:
+            raise PolicyError("the player left the episode", kind="abandoned")
+        return turn
 
 
 class TerminalHumanPolicy:

@@ -56,7 +56,8 @@ from awm_engine.runtime.episode import (
     is_environment_error,
 )
 
-STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error")
+STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error",
+                "abandoned")  # abandoned: the person playing left the episode (never verified)
 
 
 PROTOCOLS = ("reference", "robust")
@@ -232,7 +233,7 @@ class Rollout:
                     stop_reason, error = "timeout", f"episode timeout ({self.config.episode_timeout}s)"
                     break
                 except PolicyError as exc:
-                    stop_reason, error = "llm_error", str(exc)
+                    stop_reason, error = ("abandoned" if exc.kind == "abandoned" else "llm_error"), str(exc)
                     break
                 self._add_usage(turn.usage)
                 yield self._emit(ModelTurn(self.iteration, turn.content,

@@ -271,7 +271,7 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
     if finished_event is not None and on_event is not None:
         await _maybe_await(on_event(finished_event))
     report = None
-    if verify_mode and rollout.finished.stop_reason != "llm_error":  # no model answer: nothing to judge
+    if verify_mode and rollout.finished.stop_reason not in ("llm_error", "abandoned"):  # no answer: nothing to judge
         report = await verify_episode(run_dir, verify_mode, catalog, judge, rewards,
                                       getattr(config, "protocol", DEFAULT_PROFILE))
     return EpisodeOutcome(run_dir, rollout.finished, report, rollout)

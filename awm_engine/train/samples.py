@@ -31,7 +31,8 @@ from awm_engine.data.run_formats import EVENTS, RESULTS, TRAJECTORY
 from awm_engine.verify.rewards import RewardConfig
 
 DEFAULT_WINDOW = 3  # the paper trains with w = 3 (spec/awm-format.md §5.5, §8)
-EXCLUDED_STOPS = {"environment_error": "the environment failed", "llm_error": "the endpoint failed"}
+EXCLUDED_STOPS = {"environment_error": "the environment failed", "llm_error": "the endpoint failed",
+                  "abandoned": "the player left the episode"}
 
 
 class TrainingDataError(ValueError):

@@ -408,7 +408,7 @@ class PlayScreen(Screen):
             return
         self.leaving = True
         if self.finished is None and self.episode is not None:
-            self.policy.queue.put_nowait(AssistantTurn("(abandoned)"))
+            self.policy.abandon()  # saved with stop reason "abandoned": no final answer, no verdict
         self.app.pop_screen()
 
     def action_toggle_observation(self) -> None:
