@@ -135,3 +135,35 @@ def test_awm_replay_verify_and_env_call_lead_with_the_exception(run, capsys):
     awm(["env", "call", "boom", "add_first_again", "--data", str(data)])
     err = capsys.readouterr().err
     assert WANTED in err.splitlines()[:3]
+
+
+async def test_an_eval_run_and_its_dashboard_lead_with_the_exception(tmp_path):
+    """``awm eval run``'s record keeps the first environment error's line (``env_error``) and the dashboard's
+    rollout table shows it next to the failure class."""
+    import json
+
+    from awm_engine.cli import main as awm
+    from awm_tui.app import AwmApp
+    from awm_tui.screens.evals import EvalScreen
+
+    data = make_env_dir(tmp_path / "data", {"boom": BOOM + DUPLICATE})
+    (data / "reference_solutions.jsonl").write_text(json.dumps(
+        {"scenario": "boom", "task_idx": 0, "task": "x", "calls": [{"tool": "add_first_again", "arguments": {}}],
+         "final_answer": "done"}) + "\n")
+    out = tmp_path / "runs" / "eval" / "one"
+    # no verifier in this environment: nothing is scored (exit 1), the rollout and its record are there
+    assert await asyncio.to_thread(awm, ["eval", "run", "--policy", "oracle", "--data", str(data), "--scenario",
+                                         "boom", "--task", "0", "-k", "1", "--workers", "1", "--out", str(out),
+                                         "--quiet"]) == 1
+    record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert record["env_error"] == f"add_first_again: {WANTED}"
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=(160, 36)) as pilot:
+        app.open_evaluations()
+        for _ in range(2400):
+            if isinstance(app.screen, EvalScreen) and app.screen.query("#rollout-table") \
+                    and app.screen.query_one("#rollout-table").rows:
+                break
+            await pilot.pause(0.05)
+        row = app.screen.query_one("#rollout-table").rows[0]
+        assert row[-1].endswith(f"· add_first_again: {WANTED}"), row

@@ -38,6 +38,7 @@ from awm_engine.agent.meta_protocol import (
 from awm_engine.agent.policies import AssistantTurn, Policy, PolicyError
 
 # the step events are defined with the run formats (events.jsonl); importing them from here keeps working
+from awm_engine.data.error_text import error_title
 from awm_engine.data.run_formats import (
     TRAJECTORY,
     FormatError,
@@ -193,6 +194,7 @@ class Rollout:
         self.finished: RolloutFinished | None = None
         self.iteration = 0
         self._counts = {"tool_calls": 0, "format_errors": 0, "env_errors": 0}
+        self.first_env_error: str | None = None  # "tool: Type: message" of the first environment error
         self._usage: dict[str, int] = {}
         self._events_file = None
         self._stored = caps.StoredBudget(self.config.trajectory_cap)  # what the run's files keep of tool results
@@ -381,6 +383,8 @@ class Rollout:
                     return
             elif is_environment_error(kind):
                 self._counts["env_errors"] += 1
+                if self.first_env_error is None:
+                    self.first_env_error = f"{call.tool}: {error_title(observation.text, observation.traceback)}"
             if len(calls) > 1 and not self.reference_meta:  # the reference drops the others without a word
                 observation.text += (f"\n\nNote: your reply contained {len(calls)} function calls; only the first "
                                      "was executed. Make one call per reply.")
@@ -470,7 +474,7 @@ class Rollout:
                     "stop_reason": finished.stop_reason if finished else None,
                     "final_answer": finished.final_answer if finished else None,
                     "error": finished.error if finished else None, "usage": self._usage,
-                    "counts": self._counts, **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
+                    "counts": self._counts, "first_env_error": self.first_env_error, **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
         }
         # a write cancelled mid-way goes on in its thread while the cancelling side writes again: one file each
         tmp = self.run_dir / f"trajectory.json.{os.getpid()}.{threading.get_ident()}.tmp"

@@ -82,6 +82,7 @@ def build_record(scenario: str, task_id: int, sample: int, task: str, config: Ev
         "stop_reason": finished.stop_reason, "final_answer": finished.final_answer,
         "turns": finished.iterations, "tool_call_count": finished.tool_calls,
         "format_errors": finished.format_errors, "env_errors": finished.env_errors,
+        "env_error": rollout.first_env_error if rollout else None,  # the first one's "tool: Type: message"
         "label": report.label if report else None, "reward": report.reward if report else None,
         "has_verdict": report.has_verdict if report else False,
         "reward_breakdown": {"label": report.label, "reward": report.reward, "rewards": report.rewards,

@@ -11,6 +11,8 @@ from collections import Counter, defaultdict
 from math import comb
 from typing import Any, Iterable
 
+from awm_engine.data.error_text import error_title
+
 ERROR_CLASSES = ("agent_error", "environment_error", "judge_error", "format_error", "timeout", "llm_error",
                  "internal_error")
 
@@ -51,6 +53,17 @@ def error_class(r: dict[str, Any]) -> str | None:
     if label == "judge_error":
         return "judge_error"
     return "agent_error"
+
+
+def failure_summary(r: dict[str, Any]) -> str:
+    """Why a rollout did not complete, with its cause's first line: ``environment_error · create_vehicle:
+    IntegrityError: UNIQUE constraint failed: …`` (the first environment error), or the error of an errored
+    rollout; '' when it completed."""
+    cause = error_class(r)
+    if cause is None:
+        return ""
+    detail = r.get("env_error") or (error_title(r.get("error")) if r.get("status") == "error" else "")
+    return f"{cause} · {detail}" if detail else cause
 
 
 def summarize(records: Iterable[dict[str, Any]], threshold: float = 0.5) -> dict[str, Any]:

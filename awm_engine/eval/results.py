@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from awm_engine.data.run_formats import RESULTS
 
 SUMMARY_KEYS = ("id", "scenario", "task_id", "sample", "status", "label", "reward", "has_verdict", "stop_reason",
-                "error_kind", "run_dir")
+                "error_kind", "run_dir", "env_error", "error")
 
 
 def rollout_id(scenario: str, task_id: int, sample: int) -> str:

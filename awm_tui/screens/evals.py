@@ -13,7 +13,7 @@ from textual.widgets.option_list import Option
 
 from awm_engine.bench.tau2.run import is_tau2_run
 from awm_engine.data.run_formats import RunFormatError
-from awm_engine.eval.metrics import ERROR_CLASSES, error_class, summarize
+from awm_engine.eval.metrics import ERROR_CLASSES, failure_summary, summarize
 from awm_engine.eval.runs import (
     NotAnEvalRun,
     find_eval_runs,
@@ -254,7 +254,7 @@ class EvalScreen(Screen):
             table = self.query_one("#rollout-table", VirtualTable)
             table.set_rows([(s["scenario"], s["task_id"], s["sample"], s.get("status"), s.get("label") or "-",
                              "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
-                             error_class(s) or "") for s in summaries], [s["id"] for s in summaries])
+                             failure_summary(s)) for s in summaries], [s["id"] for s in summaries])
 
     def _show_bfcl(self, view: BfclRunView | McpuRunView, shown: dict) -> None:
         if view is not self.view or not self.is_attached:
