@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from bfcl_answers import fc_turns
 
 from awm_engine.bench.bfcl import wheel
 
@@ -119,14 +120,6 @@ def hostile_request(code: str, via: str) -> tuple[str, dict]:
     entry = data.entries("multi_turn_base")[0]
     return "check", {"entry_id": entry.id, "mode": "fc",
                      "raw": [[hostile_step(code)]] + [[[{"ls": "{}"}]] for _ in entry.ground_truth[1:]]}
-
-
-def fc_turns(entry, turns: list[list[str]]) -> list[list]:
-    docs = {d["name"]: d for d in entry.prompt["function"]}
-    for held in (entry.prompt.get("missed_function") or {}).values():
-        docs.update({d["name"]: d for d in held})
-    return [[[{name: json.dumps(args)} for name, args in (ground_truth.parse_call(c, docs) for c in calls)]]
-            if calls else [] for calls in turns]
 
 
 def honest_requests() -> list[tuple[str, dict]]:

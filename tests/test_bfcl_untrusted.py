@@ -10,6 +10,7 @@ import json
 import math
 
 import pytest
+from bfcl_answers import fc_turns
 
 from awm_engine.bench.bfcl import state_codec, wheel
 
@@ -17,7 +18,7 @@ needs_wheel = pytest.mark.skipif(wheel.problem() is not None,
                                  reason=f"{wheel.problem()} (this test needs the bfcl-eval wheel)")
 
 if wheel.problem() is None:
-    from awm_engine.bench.bfcl import checker, data, ground_truth
+    from awm_engine.bench.bfcl import checker, data
     from awm_engine.bench.bfcl.categories import GROUPS
     from awm_engine.bench.bfcl.sandboxed import CheckerHost
 
@@ -73,14 +74,6 @@ def test_anything_else_is_refused(data):
         state_codec.decode(data)
 
 
-def _fc(entry, turns: list[list[str]]) -> list[list]:
-    docs = {d["name"]: d for d in entry.prompt["function"]}
-    for held in (entry.prompt.get("missed_function") or {}).values():
-        docs.update({d["name"]: d for d in held})
-    return [[[{name: json.dumps(args)} for name, args in (ground_truth.parse_call(c, docs) for c in calls)]]
-            if calls else [] for calls in turns]
-
-
 def _answers():
     """Per multi-turn category, every 20th entry: its ground truth, and the ground truth less the last call of
     its first turn with two or more (the states differ there)."""
@@ -115,8 +108,8 @@ def test_multi_turn_answers_served_apart_get_the_official_verdicts_and_views():
     checker.warm_up()
     cases = _answers()
     assert len(cases) >= 70
-    requests = [("check", {"entry_id": e.id, "mode": "fc", "raw": _fc(e, turns)}) for e, turns in cases]
-    views = [("states", {"entry_id": e.id, "mode": "fc", "raw": _fc(e, turns)}) for e, turns in cases[1::2]]
+    requests = [("check", {"entry_id": e.id, "mode": "fc", "raw": fc_turns(e, turns)}) for e, turns in cases]
+    views = [("states", {"entry_id": e.id, "mode": "fc", "raw": fc_turns(e, turns)}) for e, turns in cases[1::2]]
     with CheckerHost(workers=2) as pool:
         apart = pool.map([(k, {**r, "isolate": True}) for k, r in requests + views])
         together = pool.map(views)
