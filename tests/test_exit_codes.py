@@ -297,3 +297,62 @@ def test_bench_bfcl_run_is_1_when_nothing_was_scored(tmp_path, capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert "1 entry errored (not scored)" in err and "nothing was scored" in err
+
+
+# -- bench check / score / report, train, gen ---------------------------------------------------------------------
+
+def test_bench_reports_and_bfcl_check(tmp_path):
+    (tmp_path / "empty").mkdir()
+    across = awm("bench", "report", str(tmp_path / "empty"))  # a cross-benchmark table of nothing readable
+    assert across.returncode == 1 and "no run could be read" in across.stdout + across.stderr
+    for bench in ("bfcl", "tau2", "mcp-universe"):
+        one = awm("bench", bench, "report", str(tmp_path / "empty"))
+        assert one.returncode == 2 and "not a" in one.stderr, (bench, one.stderr)
+    from awm_engine.bench.bfcl import wheel
+    check = awm("bench", "bfcl", "check")
+    assert check.returncode == (0 if wheel.problem() is None else 1), check.stdout + check.stderr
+
+
+def test_bench_bfcl_score_folders_and_empty_files(tmp_path):
+    from awm_engine.bench.bfcl import wheel
+    if wheel.problem() is not None:
+        pytest.skip(f"{wheel.problem()} (bench bfcl score needs the bfcl-eval wheel)")
+    answer = {"id": "simple_python_0", "result": [{"calculate_triangle_area": json.dumps({"base": 10, "height": 5})}]}
+    path = tmp_path / "result" / "some-model" / "non_live" / "BFCL_v4_simple_python_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(answer) + "\n")
+    scored = awm("bench", "bfcl", "score", str(tmp_path / "result"), "--json")  # a folder: its result files
+    assert scored.returncode == 0, scored.stderr
+    assert [m["model"] for m in json.loads(scored.stdout)["models"]] == ["some-model"]
+    (tmp_path / "none").mkdir()
+    nothing = awm("bench", "bfcl", "score", str(tmp_path / "none"))
+    assert nothing.returncode == 2 and "no BFCL result file" in nothing.stderr
+    empty = tmp_path / "BFCL_v4_simple_python_result.json"
+    empty.write_text("")
+    unscored = awm("bench", "bfcl", "score", str(empty))
+    assert unscored.returncode == 1 and "nothing was scored" in unscored.stderr, unscored.stderr
+
+
+def test_train_export_and_tasks(sample, tmp_path):
+    run = oracle_run(sample, tmp_path / "run")
+    exported = awm("train", "export", str(run), "--out", str(tmp_path / "samples.jsonl"))
+    assert exported.returncode == 0 and (tmp_path / "samples.jsonl").read_text().strip()
+    # a rollout whose endpoint never answered gives no sample: nothing exported is 1
+    failed = awm("agent", "run", "--data", str(sample), "--scenario", "sprintboard_project_tracker", "--task", "0",
+                 "--policy", "llm", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0",
+                 "--out", str(tmp_path / "failed"), "--quiet")
+    assert failed.returncode == 1 and (tmp_path / "failed" / "trajectory.json").is_file(), failed.stderr
+    none = awm("train", "export", str(tmp_path / "failed"), "--out", str(tmp_path / "none.jsonl"))
+    assert none.returncode == 1 and "nothing was exported" in none.stderr, none.stdout + none.stderr
+    (tmp_path / "empty").mkdir()
+    assert awm("train", "export", str(tmp_path / "empty"), "--out", str(tmp_path / "x.jsonl")).returncode == 2
+    tasks = awm("train", "tasks", "--data", str(sample), "--out", str(tmp_path / "tasks.jsonl"))
+    assert tasks.returncode == 0 and (tmp_path / "tasks.jsonl").read_text().count("\n") >= 5
+    assert awm("train", "tasks", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "t.jsonl")).returncode == 2
+
+
+def test_gen_without_an_endpoint_is_2(tmp_path):
+    """gen's 0 (a stage produced rows) runs with the scripted server in tests/test_gen.py."""
+    (tmp_path / "out").mkdir()
+    done = awm("gen", "task", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 2 and "no model endpoint" in done.stderr

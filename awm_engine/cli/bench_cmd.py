@@ -64,7 +64,8 @@ def register(verbs) -> None:
     run.set_defaults(func=cmd_run)
 
     score = sub.add_parser("score", help="score BFCL result files (BFCL_v4_<category>_result.json)")
-    score.add_argument("files", nargs="+", metavar="RESULT_FILE")
+    score.add_argument("files", nargs="+", metavar="RESULT_FILE",
+                       help="BFCL result files (*_result.json), or folders holding them (one table per model folder)")
     score.add_argument("--mode", choices=["auto", "fc", "prompt"], default="auto",
                        help="how the answers were made (auto: fc when answers are lists of calls)")
     score.add_argument("--out", metavar="DIR", help="write BFCL score files (<model>/<group>/..._score.json) here")
@@ -220,10 +221,22 @@ def cmd_score(args: argparse.Namespace) -> int:
     from awm_engine.bench.bfcl.bfcl_files import score_files
 
     _require()
+    files: list[Path] = []
+    for given in map(Path, args.files):  # a folder: every BFCL result file below it (result/<model>/<group>/…)
+        if given.is_dir():
+            found = sorted(given.rglob("*_result.json"))
+            if not found:
+                raise CliError(f"{given}: no BFCL result file (*_result.json) in this folder or below")
+            files += found
+        else:
+            files.append(given)
     try:
-        result = asyncio.run(score_files(args.files, args.mode, args.out))
+        result = asyncio.run(score_files(files, args.mode, args.out))
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if not result["models"]:
+        stderr.print(f"nothing was scored: {len(files)} result file(s) hold no entry", markup=False)
+        return 1
     for one in result["models"]:
         one["bfcl_eval"] = wheel.BFCL_EVAL_VERSION
     if args.json:  # every model's table and per-entry verdicts

@@ -110,6 +110,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         echo(f"{written} {'samples' if args.rows == 'turn' else 'rollout rows'} from {summary['rollouts']} rollouts -> "
              f"{args.out} ({fmt})"
               + (f"; {len(groups)} groups, {len(zero)} with zero variance" if args.grpo else ""))
+    if not written:
+        stderr.print("nothing was exported: no rollout gave a sample", markup=False)
+        return 1
     return 0
 
 
