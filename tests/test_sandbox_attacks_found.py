@@ -1,0 +1,127 @@
+"""Attacks by a hostile environment or verifier author that got past the sandbox's limits (found by a security
+review): each test runs the attack and fails while the gap is open.
+
+- a verifier's stderr is read whole into the awm process: a verifier printing a lot takes the parent (and with it
+  every other task's verdict) to gigabytes;
+- a verifier's writable directory is on the host's disk with no quota: it can fill the host's disk (the worker
+  sandboxes get a size-capped directory, the verifier's does not);
+- the catalog builds a scenario's DDL in memory in the awm process: each value is capped and each statement
+  interrupted, but many rows of capped values in a few statements still take the process to gigabytes.
+
+Memory is measured in a fresh Python process (its peak resident size), so the test process's own history does not
+matter."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from tinyenv import make_env_dir
+
+from awm_engine.data.records import Verifier
+from awm_engine.runtime.pool import DISK_MB
+from awm_engine.verify.verification import run_verifier
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1 << 20
+
+
+def peak_rss_mb(script: str, *args: str) -> dict:
+    """Run ``script`` in a fresh interpreter; it prints a JSON object last. Adds its peak resident size in MB."""
+    code = script + "\nimport resource as _r\nprint(json.dumps({**OUT, 'peak_mb': _r.getrusage(_r.RUSAGE_SELF)" \
+                    ".ru_maxrss // 1024}))\n"
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+STDERR_FLOOD = '''
+def verify_task_completion(initial_db_path, final_db_path, final_answer=None):
+    import os
+    block = b"E" * (1 << 20)
+    for _ in range(400):
+        os.write(2, block)
+    return {"result": "complete"}
+'''
+
+RUN_VERIFIER = '''
+import json, sqlite3, sys
+from pathlib import Path
+from awm_engine.data.records import Verifier
+from awm_engine.verify.verification import run_verifier
+work = Path(sys.argv[1])
+for name in ("initial.db", "final.db"):
+    sqlite3.connect(work / name).close()
+code = (work / "verifier.py").read_text()
+outcome = run_verifier(Verifier(scenario="x", task_idx=0, code=code, raw_response="", mode="code"),
+                       work / "initial.db", work / "final.db", timeout=60)
+OUT = {"label": outcome.label, "error": outcome.error}
+'''
+
+
+def test_a_verifiers_stderr_does_not_grow_the_awm_process(tmp_path):
+    """400 MB on a verifier's stderr: the parent keeps only the last 500 characters, but reads it all into memory
+    first (``communicate`` with a pipe), peaking at several times the output (measured: 3 GB of stderr took
+    ``awm eval run`` to 7.7 GB)."""
+    (tmp_path / "verifier.py").write_text(STDERR_FLOOD)
+    out = peak_rss_mb(RUN_VERIFIER, str(tmp_path))
+    assert out["label"] == "complete", out
+    assert out["peak_mb"] < 250, f"the awm process peaked at {out['peak_mb']} MB for 400 MB of verifier stderr"
+
+
+DISK_FILL = f'''
+def verify_task_completion(initial_db_path, final_db_path, final_answer=None):
+    import os
+    here = os.path.dirname(initial_db_path)
+    allocated, error = 0, None
+    try:
+        for i in range(2):  # two files: each stays under the per-file size limit
+            fd = os.open(os.path.join(here, f"fill{{i}}"), os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, {(DISK_MB // 2 + 64)} << 20)  # real blocks, in milliseconds
+            finally:
+                os.close(fd)
+            allocated += {DISK_MB // 2 + 64}
+    except OSError as exc:
+        error = repr(exc)
+    return {{"result": "others", "allocated_mb": allocated, "error": error}}
+'''
+
+
+def test_a_verifier_cannot_take_more_host_disk_than_a_worker_may(tmp_path):
+    """A verifier's directory (``/tmp/awm_verify_*/work``) is on the host's disk with no quota: it allocates more
+    than a worker sandbox's whole quota (``DISK_MB``) in milliseconds — and could fill the disk every other task
+    writes its run to within its time limit."""
+    for name in ("initial.db", "final.db"):
+        sqlite3.connect(tmp_path / name).close()
+    outcome = run_verifier(Verifier(scenario="x", task_idx=0, code=DISK_FILL, raw_response="", mode="code"),
+                           tmp_path / "initial.db", tmp_path / "final.db")
+    assert outcome.error is None, outcome.error
+    raw = outcome.result["raw_result"]
+    assert raw["allocated_mb"] <= DISK_MB, (f"a verifier allocated {raw['allocated_mb']} MB of host disk "
+                                            f"(a worker's quota is {DISK_MB} MB): {raw}")
+
+
+CATALOG_TABLES = '''
+import json, sys
+from awm_engine.data.catalog import Catalog
+tables = Catalog.load([sys.argv[1]]).get("ddl").tables()
+OUT = {"errors": {t.name: t.error for t in tables}}
+'''
+
+
+def test_the_catalogs_ddl_introspection_is_bounded_in_total(tmp_path):
+    """``awm catalog show`` (and the TUI's environment screen) run a scenario's DDL in memory in the awm process.
+    Each value is capped at 1 MB and each statement at 2 s, but three statements of 500 one-megabyte rows each
+    still build 1.5 GB in the parent (measured: 3 such tables of 1500 rows took ``awm catalog show`` to 3.2 GB)."""
+    rows = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 500) "
+            "SELECT zeroblob(1000000) AS b FROM c")
+    tables = [{"name": f"big{i}", "ddl": f"CREATE TABLE big{i} AS {rows}", "indexes": []} for i in range(3)]
+    tables.append({"name": "notes", "ddl": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)", "indexes": []})
+    data = make_env_dir(tmp_path / "d", {"Ddl": ""}, schema={"tables": tables})
+    out = peak_rss_mb(CATALOG_TABLES, str(data))
+    assert out["errors"]["notes"] is None, out
+    assert out["peak_mb"] < 500, f"introspecting the DDL took the awm process to {out['peak_mb']} MB: {out}"
