@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tinyenv import make_env_dir
 
 from awm_engine.data.records import Verifier
@@ -125,3 +126,28 @@ def test_the_catalogs_ddl_introspection_is_bounded_in_total(tmp_path):
     out = peak_rss_mb(CATALOG_TABLES, str(data))
     assert out["errors"]["notes"] is None, out
     assert out["peak_mb"] < 500, f"introspecting the DDL took the awm process to {out['peak_mb']} MB: {out}"
+
+
+FORGED_RESULT = '''
+def verify_task_completion(initial_db_path, final_db_path, final_answer=None):
+    import os
+    with open(os.path.join(os.path.dirname(initial_db_path), "result.json"), "w") as fh:
+        fh.write(RESULT)
+    os._exit(0)  # the child never writes its own result over this one
+'''
+
+
+@pytest.mark.parametrize("result", ['{"status": "ok"}', "[" * 200000, '{"status": "error", "error": 5}'],
+                         ids=["no_value", "deeply_nested", "error_not_text"])
+def test_a_verifiers_malformed_result_is_its_bad_return_not_an_awm_crash(tmp_path, result):
+    """The verifier writes its sandbox's result file itself: a result without a value, nested past the JSON
+    decoder's recursion limit, or with a non-text error escapes ``run_verifier`` as KeyError / RecursionError /
+    TypeError, and ``awm eval run`` records the rollout as awm's own ``internal_error`` (``awm verify``: "error:
+    'value'") instead of the verifier's ``bad_return``."""
+    for name in ("initial.db", "final.db"):
+        sqlite3.connect(tmp_path / name).close()
+    code = FORGED_RESULT.replace("RESULT", repr(result))
+    outcome = run_verifier(Verifier(scenario="x", task_idx=0, code=code, raw_response="", mode="code"),
+                           tmp_path / "initial.db", tmp_path / "final.db")
+    assert outcome.label == "judge_error"
+    assert outcome.error_kind in ("bad_return", "exception"), outcome
