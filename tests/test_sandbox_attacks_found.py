@@ -151,3 +151,38 @@ def test_a_verifiers_malformed_result_is_its_bad_return_not_an_awm_crash(tmp_pat
                            tmp_path / "initial.db", tmp_path / "final.db")
     assert outcome.label == "judge_error"
     assert outcome.error_kind in ("bad_return", "exception"), outcome
+
+
+LOG_FILL = f'''
+import os as _os
+_os.posix_fallocate(1, 0, {DISK_MB + 64} << 20)  # the worker's stdout: the host's log file, outside its quota
+
+@app.get("/api/log_blocks", summary="Log blocks", description="The log's size on disk.", tags=["x"], operation_id="log_blocks")
+async def log_blocks():
+    return {{"mb": _os.fstat(1).st_blocks * 512 >> 20, "path": _os.readlink("/proc/self/fd/1")}}
+'''
+
+
+def test_environment_code_cannot_take_more_host_disk_through_its_log_than_its_quota(tmp_path):
+    """A worker's stdout and stderr are the pool's log file on the host (``awm env serve``: the session's
+    ``server.log``, kept): the environment allocates more than its whole directory quota there at import, in
+    milliseconds, up to the 2 GB file-size limit per worker."""
+    import asyncio
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.runtime.pool import EnvPool
+
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Logfill": LOG_FILL})]).get("logfill")
+    log = tmp_path / "server.log"
+
+    async def go():
+        async with EnvPool(workers=1, spares=0, workdir=tmp_path / "pool", log_path=log) as pool:
+            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            answer = await episode.call_tool("log_blocks", {})
+            await episode.close()
+            return answer
+
+    answer = asyncio.run(go())
+    assert not answer.is_error, answer.text
+    on_disk = (log.stat().st_blocks * 512) >> 20 if log.exists() else 0
+    assert on_disk <= DISK_MB, f"the environment took {on_disk} MB of host disk through its log ({answer.text})"
