@@ -125,8 +125,8 @@ def test_cli_env_call_env_test_and_catalog_show_flag_the_tool(data, capsys):
 
 
 async def test_tui_tools_tab_flags_the_tool(data):
-    from rich.console import Console
-    from textual.widgets import OptionList, Static
+    from rich.console import Console, Group
+    from textual.widgets import OptionList
 
     from awm_tui.app import AwmApp
 
@@ -145,6 +145,6 @@ async def test_tui_tools_tab_flags_the_tool(data):
         tools.highlighted = labels.index(f"GET    {TOOL} ⚠")
         await pilot.pause()
         console = Console(width=300, record=True)
-        console.print(app.screen.query_one("#tool-detail", Static).content)
+        console.print(Group(*app.screen._shown["#tool-detail"][0]))  # the pane's parts, not fitted to its width
         assert ("input schema is not valid JSON Schema: {'example': {'value': 15}} is not of type 'array'; "
                 "uncallable under the reference") in console.export_text()

@@ -26,10 +26,11 @@ def text_of(app, selector) -> str:
 
 
 def detail_text(app, selector) -> str:
-    from rich.console import Console
+    from rich.console import Console, Group
 
     console = Console(width=200, record=True)
-    console.print(app.screen.query_one(selector, Static).content)
+    shown = getattr(app.screen, "_shown", {})  # a detail pane: its parts before they were fitted to the pane
+    console.print(Group(*shown[selector][0]) if selector in shown else app.screen.query_one(selector, Static).content)
     return console.export_text()
 
 

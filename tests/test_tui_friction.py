@@ -3,10 +3,10 @@ readable diff and its row detail)."""
 from __future__ import annotations
 
 import pytest
+from test_tui_snapshots import settle, wait_until
 from textual.widgets import TabbedContent
 
 from awm_tui.app import AwmApp
-from test_tui_snapshots import settle, wait_until
 
 SIZE = (130, 40)
 
@@ -87,7 +87,7 @@ def nested_env(tmp_path):
 
 
 async def test_play_focus_descriptions_json_editor_and_select_all(tmp_path):
-    from textual.widgets import Label, OptionList, TextArea
+    from textual.widgets import OptionList, TextArea
 
     from awm_tui.screens.play import PlayScreen
 
@@ -177,23 +177,47 @@ async def test_help_writes_keys_as_people_do():
         assert " / " in text and "ctrl+r" in text
 
 
-async def test_ddl_handler_source_and_verifier_code_wrap_at_the_pane_edge():
+async def test_ddl_wraps_between_words_and_python_scrolls_sideways_whole():
+    """DDL (one long line per table) wraps between words at the pane edge; a handler's source and a verifier's code
+    keep every line whole — never cut mid-token — and the pane scrolls sideways to their ends; the prose around
+    them still wraps at the pane's width. Fitted again when the terminal changes size."""
     app = AwmApp(None, cursor_blink=False)
     async with app.run_test(size=(90, 36)) as pilot:
         await open_env(pilot)
-        for tab, pane in (("2", "#schema-detail"), ("4", "#tool-detail"), ("5", "#task-detail")):
-            await pilot.press(tab)
-            if tab == "4":
-                await pilot.press("ctrl+s")
-            await pilot.pause()
-            static = app.screen.query_one(pane)
-            lines = ["".join(seg.text for seg in strip) for strip in
-                     (static.render_line(y) for y in range(static.size.height))]
-            longest = max(len(c) for c in _code_lines(app.screen, tab))
-            assert longest > static.size.width  # the code has lines wider than the pane …
-            shown = "".join(line.strip() for line in lines)
-            for code_line in _code_lines(app.screen, tab):  # … and every character of them is on screen
-                assert "".join(code_line.split()) in "".join(shown.split()), code_line
+        for size in ((90, 36), (130, 36)):
+            await pilot.resize_terminal(*size)
+            for tab, pane in (("2", "#schema-detail"), ("4", "#tool-detail"), ("5", "#task-detail")):
+                await pilot.press(tab)
+                if tab == "4" and not app.screen.show_source:
+                    await pilot.press("ctrl+s")
+                static = app.screen.query_one(pane)
+                scroll = static.parent
+                code = _code_lines(app.screen, tab)
+                longest = max(len(c) for c in code)
+                fits = lambda: app.screen._pane_width(static)  # noqa: E731 - the pane's width inside padding/scrollbar
+                await wait_until(pilot, lambda: fits() and pane in app.screen._shown
+                                 and app.screen._shown[pane][1] == fits()
+                                 and static.size.width >= (fits() if tab == "2" else longest),
+                                 what=f"tab {tab} fitted to its pane")
+                width = fits()
+                assert longest > width  # the code has lines wider than the pane
+                lines = ["".join(seg.text for seg in strip) for strip in
+                         (static.render_line(y) for y in range(static.size.height))]
+                if tab == "2":  # wrapped: no line is wider than the pane, every character is there
+                    assert static.size.width == width
+                    shown = "".join("".join(line.split()) for line in lines)
+                    for code_line in code:
+                        assert "".join(code_line.split()) in shown, code_line
+                    continue
+                text = [line.rstrip() for line in lines]
+                for code_line in code:  # each line whole, on one line of the pane
+                    assert code_line.rstrip() in text, code_line
+                from rich.syntax import Syntax
+                shown_code = {c.rstrip() for p in app.screen._shown[pane][0] if isinstance(p, Syntax)
+                              for c in p.code.splitlines()}
+                prose = [line for line in text if line and line not in shown_code]
+                assert all(len(line) <= width for line in prose), [line for line in prose if len(line) > width]
+                assert scroll.max_scroll_x > 0  # … reached by scrolling sideways
 
 
 def _code_lines(screen, tab) -> list[str]:

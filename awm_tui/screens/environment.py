@@ -5,7 +5,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.console import Group
+from rich.constrain import Constrain
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table as RichTable
@@ -38,8 +40,18 @@ TAB_FOCUS = {"overview": "#overview-scroll", "schema": "#schema-tree", "data": "
 
 
 def code_block(code: str, lexer: str) -> Syntax:
-    """Code from environment data (DDL, handlers, verifiers), its control characters visible."""
-    return Syntax(visible(code), lexer, theme=THEME, line_numbers=False, word_wrap=True)  # never cut at the pane edge
+    """Code from environment data (DDL, handlers, verifiers), its control characters visible. Python and JSON lines
+    are never wrapped (``fit_to_pane`` makes the pane scroll sideways instead: nothing is cut mid-token); SQL
+    DDL, one long line per table, wraps between words."""
+    return Syntax(visible(code), lexer, theme=THEME, line_numbers=False, word_wrap=lexer == "sql")
+
+
+def fit_to_pane(parts: list, width: int) -> tuple[Group, int]:
+    """A detail pane's content and the width to give it: prose and tables wrap at the pane's ``width``; code keeps
+    every line whole, so the content is as wide as its widest code line (the pane scrolls sideways)."""
+    whole = [p for p in parts if isinstance(p, Syntax) and not p.word_wrap]
+    widest = max([cell_len(line) for p in whole for line in p.code.splitlines()] + [0])
+    return Group(*(p if any(p is w for w in whole) else Constrain(p, width) for p in parts)), max(width, widest)
 
 
 def parameters_view(params, narrow: bool = False):
@@ -79,6 +91,7 @@ class EnvironmentScreen(Screen):
     def __init__(self, scenario: Scenario):
         super().__init__()
         self.scenario = scenario
+        self._shown: dict[str, tuple[list, int]] = {}  # detail pane -> (parts, the width they were fitted to)
         self.tables = scenario.tables()
         self.tools = scenario.tools() if scenario.code else []
         self.schema_errors = invalid_schemas(scenario) if scenario.code else {}
@@ -219,6 +232,36 @@ class EnvironmentScreen(Screen):
         if self.tables:
             self.show_table_ddl(self.tables[0].name)
 
+    def _show(self, selector: str, parts: list) -> None:
+        """A detail pane's parts, fitted to the pane's width (``fit_to_pane``); shown again when it changes."""
+        static = self.query_one(selector, Static)
+        width = self._pane_width(static)
+        content, wide = fit_to_pane(parts, width or max(20, self.app.size.width * 3 // 5))
+        self._shown[selector] = (parts, width)
+        static.styles.width = wide
+        static.update(content)
+        if not width:  # not laid out yet (a tab not shown so far): fitted again once it is
+            self.call_after_refresh(self._refit)
+
+    @staticmethod
+    def _pane_width(static: Static) -> int:
+        pane = static.parent
+        if pane is None or not pane.size.width:
+            return 0
+        return max(20, pane.container_size.width - pane.gutter.width)  # inside its padding and scrollbar
+
+    def on_resize(self, event) -> None:
+        self.call_after_refresh(self._refit)
+
+    def on_tabbed_content_tab_activated(self, event) -> None:
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        for selector, (parts, width) in list(self._shown.items()):
+            now = self._pane_width(self.query_one(selector, Static))
+            if now and now != width:
+                self._show(selector, parts)
+
     def show_table_ddl(self, name: str) -> None:
         table = next((t for t in self.tables if t.name == name), None)
         if table is None:
@@ -231,7 +274,7 @@ class EnvironmentScreen(Screen):
             parts.append(shown(f"Referenced by: {', '.join(refs)}"))
         if table.error:
             parts.append(shown(f"DDL error: {table.error}", style="red"))
-        self.query_one("#schema-detail", Static).update(Group(*parts))
+        self._show("#schema-detail", parts)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         if event.node.data:
@@ -368,7 +411,7 @@ class EnvironmentScreen(Screen):
                       code_block(codeinfo.handler_source(self.scenario.code or "", tool), "python")]
         else:
             parts += [Text(""), Text("ctrl+s shows the handler's source", style="dim")]
-        self.query_one("#tool-detail", Static).update(Group(*parts))
+        self._show("#tool-detail", parts)
 
     def action_toggle_source(self) -> None:
         self.show_source = not self.show_source
@@ -402,7 +445,7 @@ class EnvironmentScreen(Screen):
             parts += [Text("Reference solution", style="bold"),
                       code_block(json.dumps({"calls": solution["calls"], "final_answer": solution["final_answer"]},
                                             indent=2, ensure_ascii=False), "json")]
-        self.query_one("#task-detail", Static).update(Group(*parts))
+        self._show("#task-detail", parts)
 
     # -- navigation -----------------------------------------------------------------------------
     def action_show_tab(self, tab: str) -> None:
