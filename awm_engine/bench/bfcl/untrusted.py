@@ -6,7 +6,8 @@ any entry's data, prompt or possible answer is loaded, and before any request is
 nor anything it forks holds an answer in memory. A worker that needs a model's code run asks the runner, over
 one control socket shared by the workers, for a process of its own: it sends one end of a fresh socket pair; the
 runner forks a **child** for it alone, which keeps only that socket (stdio on ``/dev/null``), puts itself in a
-process group of its own and a Landlock domain that writes no file and reads only Python's own library and the
+process group of its own, may start no process or thread (``RLIMIT_NPROC`` 0), and a Landlock domain that
+writes no file and reads only Python's own library and the
 installed packages — not the wheel's ``data`` folder, where the answer key is (``_readable``) —, opens no TCP, and signals and reaches abstract sockets only in its own domain; then it
 serves the worker's requests with bfcl-eval's real ``eval``:
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -123,7 +125,11 @@ def _runner(control: socket.socket) -> None:
                     for extra in fds[1:]:
                         os.close(extra)
                     if fds:
-                        pid = os.fork()
+                        try:
+                            pid = os.fork()
+                        except OSError:  # e.g. the sandbox's process limit: this request fails, the runner serves on
+                            os.close(fds[0])
+                            continue
                         if pid == 0:
                             _child(fds[0], readable)
                         try:
@@ -170,6 +176,9 @@ def _child(sock: int, readable: list[str]) -> None:
             landlock.restrict([], deny_tcp=True, scope=True, readable=readable)
         except OSError:
             pass  # no Landlock on this kernel (the sandbox reports it)
+        # no new process or thread (the wheel's code starts none): nothing of the model's code can outlive the
+        # request (a grandchild in a session of its own would escape the kill) or fill the sandbox's process limit
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         with socket.socket(fileno=3) as channel, channel.makefile("rwb") as stream:
             for line in stream:
                 stream.write(json.dumps(_serve(line)).encode() + b"\n")
