@@ -16,7 +16,7 @@ from typing import Any
 from awm_engine.agent.meta_protocol import parse_meta_turn
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.run_formats import EVENTS, TRAJECTORY
-from awm_engine.db.diff import DbDiff, diff_databases, snapshot
+from awm_engine.db.diff import DbDiff, diff_databases
 from awm_engine.sandbox.owned import owned_dir
 
 
@@ -135,7 +135,9 @@ class RunReplay:
                 for step in self.steps:
                     if step.changes_db:
                         await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
-                        current = snapshot(episode.final_db, workdir / f"state_{step.index:03d}.db")
+                        # the episode's own snapshot: the live database opened through a checked descriptor
+                        # (what the environment left there may be a symlink to a file of the host)
+                        current = episode.snapshot(workdir / f"state_{step.index:03d}.db")
                     states.append(current)
             finally:
                 await episode.close()  # its databases are moved into workdir (made again if it was removed)

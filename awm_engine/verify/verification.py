@@ -13,6 +13,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox import safe_fs
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, private_dir, remove_dir
+from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree, private_dir, remove_dir
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -49,19 +50,40 @@ async def _in_verifier_thread(fn, *args):
 RESULT_LIMIT = 16 * 1024 * 1024  # a verifier's result file is read up to this size
 
 
+STDERR_TAIL = 4096
+
+
 def _spawn(work: Path, timeout: float, memory_mb: int | None, cpu_seconds: int) -> tuple[str, int | None, str]:
     """One verification in a sandbox of its own: it sees only its own directory (its request and read-only copies
     of the two databases) and writes only its result there; no other verifier, and no host process, is visible to
     it, so its answer is the only one its task reads."""
     sandbox = Sandbox(SandboxPolicy(writable=[str(work)], memory_mb=memory_mb, max_procs=64, cpu_seconds=cpu_seconds),
                       "verifier")
+    tail = bytearray()  # only the end of what it writes to stderr is kept: it may write gigabytes
+
+    def drain(stream) -> None:
+        for chunk in iter(lambda: stream.read(1 << 16), b""):
+            tail.extend(chunk)
+            del tail[:-STDERR_TAIL]
+
     try:
-        result = sandbox.run([sys.executable, "-m", "awm_engine.verify.child", str(work / "request.json"),
-                              str(work / "result.json")], timeout=timeout, stdout=subprocess.DEVNULL,
+        proc = sandbox.popen([sys.executable, "-m", "awm_engine.verify.child", str(work / "request.json"),
+                              str(work / "result.json")], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
-    except subprocess.TimeoutExpired:
-        return "timeout", None, ""
-    return "exited", result.returncode, (result.stderr or b"").decode(errors="replace")[-500:]
+        reader = threading.Thread(target=drain, args=(proc.stderr,), daemon=True)
+        reader.start()
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc)
+            proc.wait()
+            return "timeout", None, ""
+        finally:
+            reader.join(timeout=5)  # everything it started is gone with it (its own session, killed as a tree)
+            proc.stderr.close()
+    finally:
+        sandbox.cleanup()
+    return "exited", code, bytes(tail).decode(errors="replace")[-500:]
 
 
 @dataclass
@@ -127,14 +149,18 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
             return fail("bad_return", f"the verifier's result is over {RESULT_LIMIT} bytes", function)
         try:
             data = json.loads(raw)
-        except ValueError as exc:
-            return fail("bad_return", f"the verifier's result is not JSON: {exc}", function)
-        if not isinstance(data, dict) or "status" not in data:
+        except (ValueError, RecursionError) as exc:  # the verifier may write this file itself: anything at all
+            return fail("bad_return", f"the verifier's result is not JSON: {type(exc).__name__}", function)
+        if not isinstance(data, dict) or data.get("status") not in ("ok", "error"):
             return fail("bad_return", "the verifier's result has no status", function)
     finally:
         remove_dir(work)
     if data["status"] != "ok":
-        return fail(data.get("error_kind", "exception"), "Execution error: " + data.get("error", ""), function)
+        kind, error = data.get("error_kind"), data.get("error")
+        return fail(kind if isinstance(kind, str) and kind.isidentifier() else "exception",
+                    "Execution error: " + (error if isinstance(error, str) else repr(error)), function)
+    if "value" not in data:
+        return fail("bad_return", "the verifier's result has no value", function)
     value = data["value"]
     elapsed = time.perf_counter() - started
     if mode == "code":
