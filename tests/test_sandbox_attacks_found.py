@@ -167,6 +167,8 @@ async def log_blocks():
 '''
 
 
+@pytest.mark.xfail(strict=True, reason="open: a worker's stdout/stderr is the host log file itself, bounded only by the "
+                   "sandbox's 2 GB file-size limit (fix: a pipe the parent copies into the log with a cap)")
 def test_environment_code_cannot_take_more_host_disk_through_its_log_than_its_quota(tmp_path):
     """A worker's stdout and stderr are the pool's log file on the host (``awm env serve``: the session's
     ``server.log``, kept): the environment allocates more than its whole directory quota there at import, in

@@ -59,15 +59,19 @@ def quote_ident(name: object) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 << 20):
+def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 << 20, max_bytes: int = 64 << 20):
     """Generated SQL the awm process itself runs (the catalog introspects a scenario's DDL in memory): a statement
-    that computes for longer than ``seconds`` is interrupted, and no string or blob may exceed ``max_length``
-    bytes (a ``CREATE TABLE … AS SELECT zeroblob(4e8)`` fails instead of taking the process to gigabytes).
-    Returns a function that starts the clock again (call it before each statement)."""
+    that computes for longer than ``seconds`` is interrupted, no string or blob may exceed ``max_length`` bytes
+    (a ``CREATE TABLE … AS SELECT zeroblob(4e8)`` fails instead of taking the process to gigabytes), and the
+    database (main and temp) may not grow past ``max_bytes`` in total (many rows of 1 MB each fail the same way:
+    "database or disk is full"). Returns a function that starts the clock again (call it before each statement)."""
     try:
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_length)
     except AttributeError:  # Python < 3.11
         pass
+    for schema in ("main", "temp"):
+        page = conn.execute(f"PRAGMA {schema}.page_size").fetchone()[0] or 4096
+        conn.execute(f"PRAGMA {schema}.max_page_count = {max(1, max_bytes // page)}")
     state = {"deadline": None}
 
     def check() -> int:

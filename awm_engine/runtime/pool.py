@@ -59,7 +59,7 @@ MAX_INFLIGHT = 64  # calls in flight per worker; more wait in the pool (back-pre
 MAX_LOADED = 64  # scenario modules per worker; the least recently used are unloaded beyond this
 LOAD_TIMEOUT = 60.0  # a scenario whose code does not finish importing by then is broken (its worker replaced)
 MAX_SANDBOXES = 32  # worker sandboxes alive at once; the least recently used idle scenario's go beyond this
-DISK_MB = int(os.environ.get("AWM_SANDBOX_DISK_MB") or 1024)  # a worker's directory quota (tmpfs, root only)
+DISK_MB = limits.DISK_MB  # a worker's directory quota (tmpfs, root only)
 OP_DEADLINES = {"load": LOAD_TIMEOUT, "open": 60.0, "reset": 60.0, "close": 15.0, "list_tools": 30.0, "ping": 10.0}
 
 

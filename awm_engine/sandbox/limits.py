@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
+DISK_MB = int(os.environ.get("AWM_SANDBOX_DISK_MB") or 1024)  # a sandbox directory's quota (tmpfs, root only)
 MOUNT_SOURCE = "awm-sbx"  # tmpfs source name of quota mounts: ``awm-sbx-<pid of the awm process>``
 MNT_DETACH = 2
 

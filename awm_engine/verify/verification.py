@@ -23,8 +23,15 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.data.catalog import Catalog, Scenario
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
-from awm_engine.sandbox import safe_fs
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree, private_dir, remove_dir
+from awm_engine.sandbox import limits, safe_fs
+from awm_engine.sandbox.launcher import (
+    Sandbox,
+    SandboxPolicy,
+    kill_tree,
+    private_dir,
+    remove_dir,
+    sandbox_ids,
+)
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -122,6 +129,8 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
             return fail("db_missing", f"database not found: {path}")
     function = verifier.function_name
     work = private_dir("awm_verify_")
+    # its quota, as a worker's (a tmpfs where the host can mount one; else the sandbox's file-size limit only)
+    quota = limits.mount_quota(work, limits.DISK_MB, *sandbox_ids())
     try:
         try:
             for src, name in ((initial_db, "initial.db"), (final_db, "final.db")):
@@ -129,6 +138,8 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
                 (work / name).chmod(0o444)
         except safe_fs.UnsafeEntry as exc:
             return fail("db_missing", f"database refused: {exc}", function)
+        except OSError as exc:  # e.g. larger than the quota
+            return fail("db_missing", f"database could not be copied for the verifier: {exc}", function)
         request = work / "request.json"
         request.write_text(json.dumps({"code": verifier.code, "function": function, "mode": mode,
                                        "initial_db": str(work / "initial.db"), "final_db": str(work / "final.db"),
@@ -154,6 +165,8 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         if not isinstance(data, dict) or data.get("status") not in ("ok", "error"):
             return fail("bad_return", "the verifier's result has no status", function)
     finally:
+        if quota:
+            limits.unmount_quota(work)
         remove_dir(work)
     if data["status"] != "ok":
         kind, error = data.get("error_kind"), data.get("error")
