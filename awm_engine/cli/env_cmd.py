@@ -10,6 +10,7 @@ import secrets
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -35,7 +36,7 @@ from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.openapi_tools import schema_problem_note
-from awm_engine.runtime.pool import EnvPool
+from awm_engine.runtime.pool import EnvPool, wait_for_exit
 from awm_engine.sandbox.host import protections
 
 
@@ -118,7 +119,7 @@ def templates_from_args(args: argparse.Namespace) -> TemplateCache:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from awm_engine.runtime.mcp_server import HOST, MCP_PATH, build_server, serve_http, serve_stdio
+    from awm_engine.runtime.mcp_server import HOST, listen
 
     result_cap = result_cap_from_args(args)
     catalog = load_catalog(args, quiet=args.stdio)
@@ -128,13 +129,25 @@ async def _serve(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("outputs") / "servers" / (
         time.strftime("%Y%m%d_%H%M%S") + f"_{scenario.key}_{secrets.token_hex(2)}")
     port = args.port
-    if not args.stdio and port == 0:
-        from awm_engine.runtime.ports import free_port
+    listener = None
+    if not args.stdio:  # bound before anything is created, and kept: no other process can take it in between
+        try:
+            listener = listen(port)
+        except OSError:
+            raise CliError(f"port {port} on {HOST} is already in use (pick another with --port, or --port 0)",
+                           PORT_BUSY) from None
+        port = listener.getsockname()[1]
+    try:
+        return await _serve_on(args, scenario, out, port, listener, result_cap)
+    finally:
+        if listener is not None:
+            listener.close()
 
-        port = free_port()
-    if not args.stdio and not port_is_free(port):  # before anything is created
-        raise CliError(f"port {port} on {HOST} is already in use (pick another with --port, or --port 0)",
-                       PORT_BUSY)
+
+async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: int, listener: Any,
+                    result_cap: int | None) -> int:
+    from awm_engine.runtime.mcp_server import HOST, MCP_PATH, CallsLog, ServeFront, app_title, extras_enabled
+
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
     token = args.token or os.environ.get("AWM_SERVE_TOKEN")
@@ -142,9 +155,10 @@ async def _serve(args: argparse.Namespace) -> int:
         token = secrets.token_urlsafe(24)
         if not args.stdio:
             stderr.print(f"bearer token: {token}")
-    # one episode for the server's life: no spare sandbox kept beside it (~70 MB)
+    # one episode for the server's life: no spare sandbox kept beside it (~70 MB); the worker answers MCP itself
     pool = EnvPool(workers=1, spares=0, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
-                   schema_check=args.protocol, templates=templates_from_args(args))
+                   schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True)
+    calls = CallsLog(out / "calls.jsonl")
     try:
         await pool.start()
         try:
@@ -153,33 +167,80 @@ async def _serve(args: argparse.Namespace) -> int:
             raise CliError(str(exc), 1) from None
         (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
         url = None if args.stdio else f"http://{HOST}:{port}{MCP_PATH}"
-        session = {"scenario": scenario.key, "task_id": args.task,
-                   "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
-                   "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
-                   "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
-                   "template": episode.template, "started": time.time(),
-                   # which protections held (and whether --unsafe-no-sandbox let it run without the namespace layer)
-                   "sandbox": protections().to_dict()}
-        (out / "session.json").write_text(json.dumps(session, indent=2))
-        server = build_server(episode, f"awm-{scenario.key}", log_path=out / "calls.jsonl", result_cap=result_cap)
-        stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
-        main = asyncio.create_task(serve_stdio(server) if args.stdio else serve_http(server, port, token))
-        if not args.stdio:
-            stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
-        if args.exit_with_parent:
-            asyncio.create_task(_watch_parent(main))
+        spec = {"name": app_title(scenario.code), "timeout": args.timeout, "result_cap": result_cap,
+                "extras": extras_enabled(), "port": None if args.stdio else port, "token": token}
+        stdio_done = asyncio.Event()
+        restarted = asyncio.Event()
+
+        def on_event(msg: dict) -> None:
+            if msg.get("event") == "call":
+                calls.write(msg.get("record"))
+                if msg.get("stuck"):  # a handler would not stop: a new worker takes over (its sessions are lost)
+                    restarted.set()
+            elif msg.get("event") == "stdio_closed":
+                stdio_done.set()
+
+        async def start_serving() -> None:
+            episode.worker.on_event = on_event
+            await episode.worker.request("serve", episode=episode.id, **spec)
+
+        tasks: list[asyncio.Task] = []
         try:
+            await start_serving()
+            front = ServeFront(episode.worker, None if args.stdio else port, token)
+            session = {"scenario": scenario.key, "task_id": args.task,
+                       "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
+                       "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
+                       "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
+                       "template": episode.template, "started": time.time(),
+                       # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
+                       # layer)
+                       "sandbox": protections().to_dict()}
+            (out / "session.json").write_text(json.dumps(session, indent=2))  # written once it serves
+            stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
+            if args.stdio:
+                front.hand_stdio()
+                main = asyncio.create_task(stdio_done.wait())
+            else:
+                main = asyncio.create_task(front.run_http(listener))
+                stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
+            tasks += [main, asyncio.create_task(_keep_serving(pool, episode, start_serving, restarted))]
+            if args.exit_with_parent:
+                tasks.append(asyncio.create_task(_watch_parent(main)))
             await main
         except asyncio.CancelledError:
             pass
-        await episode.close()
+        finally:
+            for task in tasks:
+                task.cancel()
+            ignore_sigterm()  # a SIGTERM from now on would only interrupt the clean-up
+            await asyncio.shield(episode.close())
     finally:
-        ignore_sigterm()  # a SIGTERM from now on would only interrupt the clean-up
+        ignore_sigterm()
+        calls.close()
         await pool.close()  # the episode's databases are in the session directory now
         # the worker's directory (template copies, module databases) goes too: nothing is left but the session
         await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
     return 0
+
+
+async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restarted: asyncio.Event) -> None:
+    """A worker that dies (or has a handler that would not stop) is replaced and serves the episode again, on its
+    databases as they were (MCP sessions of the old one are gone: clients initialize again)."""
+    while True:
+        died = asyncio.ensure_future(wait_for_exit(episode.worker.proc))
+        stuck = asyncio.ensure_future(restarted.wait())
+        try:
+            await asyncio.wait({died, stuck}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            died.cancel()
+            stuck.cancel()
+        restarted.clear()
+        stderr.print("the environment worker stopped; starting a new one (MCP clients must initialize again)")
+        await pool._restart(episode.worker, episode.worker.generation if episode.worker.alive else None)
+        await pool._ensure_attached(episode)
+        await start_serving()
 
 
 PORT_BUSY = 3  # `awm env serve` exit code: the port is taken (nothing was started, no URL printed)
@@ -199,19 +260,25 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+_STARTED_BY = os.getppid()  # the process that started this one (``--exit-with-parent``), read at import
+
+
 async def _watch_parent(task: asyncio.Task) -> None:
-    parent = os.getppid()
     while not task.done():
-        await asyncio.sleep(1.0)
-        if os.getppid() != parent:  # re-parented: whoever started us is gone
+        if os.getppid() != _STARTED_BY:  # re-parented: whoever started us is gone (maybe before serving began)
             task.cancel()
             return
+        await asyncio.sleep(1.0)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """SIGTERM stops the server as Ctrl-C does (``run_async``; uvicorn, while it serves, first shuts down and then
     passes the signal on), so the clean-up runs: the episode's databases moved into the session directory, the worker
     and its sandbox stopped and removed. Either one, while serving or still loading, exits 0."""
+    import signal
+
+    # Ctrl-C stops the server even when it was started with SIGINT ignored (a background job of a shell)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run_async(_serve(args), sigterm_code=0)
     except KeyboardInterrupt:

@@ -34,19 +34,26 @@ class LoopbackGuard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-        if headers.get("host", "").lower() not in self.hosts:
-            await _reply(send, 421, "Misdirected Request: this server answers only to its loopback address")
+        refused = refusal(headers, self.hosts, self.origins, self.token)
+        if refused is not None:
+            await _reply(send, *refused)
             return
-        origin = headers.get("origin")
-        if origin is not None and origin.lower() not in self.origins:
-            await _reply(send, 403, "Forbidden Origin")
-            return
-        if self.token is not None:
-            given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                await _reply(send, 401, "Unauthorized: a bearer token is required", {"www-authenticate": "Bearer"})
-                return
         await self.app(scope, receive, send)
+
+
+def refusal(headers: dict[str, str], hosts: set[str], origins: set[str],
+            token: str | None) -> tuple[int, str, dict[str, str]] | None:
+    """Why a request with these (lower-cased) headers is refused — status, text, extra headers — or None."""
+    if headers.get("host", "").lower() not in hosts:
+        return 421, "Misdirected Request: this server answers only to its loopback address", {}
+    origin = headers.get("origin")
+    if origin is not None and origin.lower() not in origins:
+        return 403, "Forbidden Origin", {}
+    if token is not None:
+        given = headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return 401, "Unauthorized: a bearer token is required", {"www-authenticate": "Bearer"}
+    return None
 
 
 async def _reply(send, status: int, text: str, extra: dict[str, str] | None = None) -> None:

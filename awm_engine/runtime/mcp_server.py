@@ -1,91 +1,39 @@
-"""The MCP façade: one episode served over streamable HTTP (127.0.0.1 only) or stdio, with fastmcp.
+"""``awm env serve``'s front: the MCP endpoint of one episode, outside the sandbox, off the call path.
 
-Tools are the environment's routes with fastapi-mcp's names, descriptions and input schemas; a call
-goes to the episode (hosted by a worker process) and returns exactly the text the in-process path
-returns, with ``isError`` set for rejected calls and HTTP errors. What an MCP client sees is what the reference
-server (fastapi-mcp) sends: the text, ``isError``, nothing else — the traceback behind an error goes to
-``calls.jsonl`` and to the worker's log (``server.log``), never to the client. ``extras`` (``AWM_SERVE_EXTRAS=1``;
-awm's own client sets it, for its front ends) adds ``_meta.awm`` to error and cut results: the error kind, HTTP
-status and traceback, and the size of a text cut at the result cap (``runtime/caps.py``; the cut also says so in
-its marker and in ``calls.jsonl``, which keeps no result text).
+The episode lives in a sandboxed worker (``pool``), which speaks MCP itself (``mcp_wire`` over ``mcp_http``) the
+way the AWM reference's server does: plain JSON, the server named after the app's title with the reference's
+``mcp`` version, tools with name, description and input schema only, results with content and ``isError`` only —
+the traceback behind an error goes to ``calls.jsonl`` and the worker's log (``server.log``), never to the client
+(``extras``, ``AWM_SERVE_EXTRAS=1``, adds ``_meta.awm`` for awm's own client: error kind, status, traceback).
+
+This process owns the listening socket (127.0.0.1 only). It accepts each connection and reads its first request's
+head; a foreign ``Host`` (DNS rebinding), a foreign ``Origin`` or a missing bearer token (``--token``) is refused
+here, by trusted code; otherwise the connected socket, with the bytes read, is handed to the worker over a
+descriptor channel (``SOCK_SEQPACKET``, ``SCM_RIGHTS``), which answers every request on it directly — so a call is
+one hop: client → sandboxed worker. For stdio the two descriptors are handed over the same way. Each call's record
+comes back as an event and is appended to ``calls.jsonl`` here (within ``CALLS_LOG_LIMIT``).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import time
+import socket
 from pathlib import Path
 from typing import Any
 
-from fastmcp import FastMCP
-from fastmcp.server.middleware import Middleware
-from fastmcp.tools.base import Tool
-from fastmcp.tools.base import ToolResult as McpToolResult
-from mcp.types import TextContent
-from pydantic import PrivateAttr
-
-from awm_engine.runtime import caps
-from awm_engine.runtime.http_guard import LoopbackGuard
+from awm_engine.runtime import http_guard
 
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
-
-
-class EpisodeTool(Tool):
-    """One environment tool; ``run`` forwards the raw arguments to the episode."""
-
-    _episode: Any = PrivateAttr(default=None)
-    _log: Any = PrivateAttr(default=None)
-    _result_cap: int | None = PrivateAttr(default=None)
-    _extras: bool = PrivateAttr(default=False)
-
-    def to_mcp_tool(self, **overrides: Any) -> Any:
-        """As fastapi-mcp lists a tool: name, description and input schema — no title, no ``_meta``."""
-        return super().to_mcp_tool(**{"title": None, "_meta": None, **overrides})
-
-    async def run(self, arguments: dict[str, Any]) -> McpToolResult:
-        result = await self._episode.call_tool(self.name, arguments)
-        if self._result_cap is not None:  # the worker cut at its own cap already; this server's may be lower
-            result = caps.cap_result(result, self._result_cap)
-        if self._log is not None:
-            self._log({"time": time.time(), "tool": self.name, "arguments": arguments, "is_error": result.is_error,
-                       "status": result.status, "error_kind": result.error_kind,
-                       "elapsed_ms": round(result.elapsed_ms, 3), "traceback": result.traceback,
-                       **({"truncated": True, "original_bytes": result.original_bytes}
-                          if getattr(result, "truncated", False) else {})})
-        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error,
-                             meta=error_meta(result) if self._extras else None)
-
-
-def error_meta(result: Any) -> dict[str, Any] | None:
-    """``_meta`` of an error result: its kind, HTTP status and traceback for awm's own MCP client (the text,
-    which is all a model sees, stays exactly the reference's); of a result cut at the result cap: its size before."""
-    cut = {"truncated": True, "original_bytes": result.original_bytes} if getattr(result, "truncated", False) else {}
-    if not result.is_error:
-        return {"awm": cut} if cut else None
-    return {"awm": {"error_kind": result.error_kind, "status": result.status, "traceback": result.traceback, **cut}}
-
-
-class UnknownToolAsResult(Middleware):
-    """An unknown tool name gets the episode's own answer (``Unknown tool: <name>``, isError) rather than
-    fastmcp's protocol error, so MCP and in-process calls read the same."""
-
-    def __init__(self, episode: Any, names: set[str]):
-        self.episode = episode
-        self.names = names
-
-    async def on_call_tool(self, context, call_next):
-        name = context.message.name
-        if name in self.names:
-            return await call_next(context)
-        result = await self.episode.call_tool(name, context.message.arguments or {})
-        return McpToolResult(content=[TextContent(type="text", text=result.text)], is_error=True)
-
-
 EXTRAS_ENV = "AWM_SERVE_EXTRAS"
 # the reference server's serverInfo: FastApiMCP(app) is named after the app's title, its version is its mcp package's
 REFERENCE_MCP_VERSION = "1.26.0"
 FASTAPI_DEFAULT_TITLE = "FastAPI"
+HEAD_LIMIT = 64 << 10  # bytes of a connection's first request line and headers
+HEAD_TIMEOUT = 30.0  # seconds a new connection has to send them
+MAX_ADMITTING = 256  # connections being checked at once (more wait in the kernel's backlog)
+CALLS_LOG_LIMIT = 256 << 20  # bytes of calls.jsonl; past it, one note and no more lines
 
 
 def app_title(code: str | None) -> str:
@@ -110,44 +58,144 @@ def extras_enabled() -> bool:
     return os.environ.get(EXTRAS_ENV, "") == "1"
 
 
-def build_server(episode: Any, name: str, log_path: Path | None = None, result_cap: int | None = None,
-                 extras: bool | None = None) -> FastMCP:
-    """``result_cap``: cut every result's text at this many bytes (``runtime/caps.py``; None: as the episode
-    returns it). ``extras`` (default: ``AWM_SERVE_EXTRAS=1``): ``_meta.awm`` on error and cut results."""
-    extras = extras_enabled() if extras is None else extras
-    scenario = getattr(episode, "scenario", None)
-    if scenario is not None and hasattr(scenario, "code"):  # the reference's name and version, no instructions
-        name = app_title(scenario.code)
-    server = FastMCP(name=name, version=REFERENCE_MCP_VERSION)
-    server.add_middleware(UnknownToolAsResult(episode, {t["name"] for t in episode.list_tools()}))
-    log_file = open(log_path, "a", encoding="utf-8") if log_path else None
-
-    def log(entry: dict[str, Any]) -> None:
-        log_file.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
-        log_file.flush()
-
-    for spec in episode.list_tools():
-        tool = EpisodeTool(name=spec["name"], description=spec["description"], parameters=spec["inputSchema"])
-        tool._episode = episode
-        tool._log = log if log_file else None
-        tool._result_cap = result_cap
-        tool._extras = extras
-        server.add_tool(tool)
-    return server
+def listen(port: int, host: str = HOST) -> socket.socket:
+    """The listening socket (``SO_REUSEADDR``: a port whose last server just exited is free again). OSError when the
+    port is taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-async def serve_http(server: FastMCP, port: int, token: str | None = None) -> None:
-    """Streamable HTTP on 127.0.0.1 only; a foreign Host or Origin is refused (DNS rebinding), and with
-    ``token`` every request needs ``Authorization: Bearer <token>``."""
-    from starlette.middleware import Middleware as AsgiMiddleware
+class CallsLog:
+    """``calls.jsonl``: one line per call, from the worker's events, within ``CALLS_LOG_LIMIT`` bytes in all."""
 
-    await server.run_http_async(transport="http", host=HOST, port=port, path=MCP_PATH, show_banner=False,
-                                log_level="warning", host_origin_protection=True, json_response=True,
-                                middleware=[AsgiMiddleware(LoopbackGuard, port=port, token=token)])
+    def __init__(self, path: Path, limit: int = CALLS_LOG_LIMIT):
+        self.fh = open(path, "a", encoding="utf-8")
+        self.left = limit
+
+    def write(self, record: Any) -> None:
+        if self.left <= 0 or not isinstance(record, dict):
+            return
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        if len(line) > self.left:
+            line = json.dumps({"note": "calls.jsonl reached its size limit: later calls are not recorded"}) + "\n"
+            self.left = 0
+        else:
+            self.left -= len(line)
+        self.fh.write(line)
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.close()
 
 
-async def serve_stdio(server: FastMCP) -> None:
-    await server.run_stdio_async(show_banner=False)
+class ServeFront:
+    """Accepts, checks and hands over connections to the current worker of one served episode."""
+
+    def __init__(self, worker: Any, port: int | None, token: str | None):
+        self.worker = worker
+        self.port = port
+        self.token = token
+        self.hosts = http_guard.allowed_hosts(port) if port else set()
+        self.origins = http_guard.allowed_origins(port) if port else set()
+        self._admitting = asyncio.Semaphore(MAX_ADMITTING)
+
+    async def run_http(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        tasks: set[asyncio.Task] = set()
+        try:
+            while True:
+                await self._admitting.acquire()
+                try:
+                    conn, _ = await loop.sock_accept(listener)
+                except BaseException:
+                    self._admitting.release()
+                    raise
+                task = asyncio.create_task(self._admit(conn))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _admit(self, conn: socket.socket) -> None:
+        try:
+            conn.setblocking(False)
+            head = await asyncio.wait_for(self._read_head(conn), HEAD_TIMEOUT)
+            if head is None:
+                return
+            data, headers = head
+            refused = http_guard.refusal(headers, self.hosts, self.origins, self.token)
+            if refused is not None:
+                await self._reply(conn, *refused)
+                return
+            if not self._hand(b"h" + data, [conn.fileno()]):
+                await self._reply(conn, 503, "Service Unavailable: the environment is restarting", {})
+        except (asyncio.TimeoutError, TimeoutError, OSError):
+            pass
+        finally:
+            conn.close()
+            self._admitting.release()
+
+    async def _read_head(self, conn: socket.socket) -> tuple[bytes, dict[str, str]] | None:
+        """The bytes read until the first request's head is complete, and its headers (``h11``'s parse, as the
+        worker's); None when the client closed, or after answering 400/431."""
+        import h11
+
+        loop = asyncio.get_running_loop()
+        parser = h11.Connection(h11.SERVER, max_incomplete_event_size=HEAD_LIMIT)
+        data = b""
+        while True:
+            try:
+                event = parser.next_event()
+            except h11.RemoteProtocolError as exc:
+                too_big = "maximum" in str(exc) or len(data) > HEAD_LIMIT
+                await self._reply(conn, 431 if too_big else 400,
+                                  "Request Header Fields Too Large" if too_big else "Bad Request", {})
+                return None
+            if isinstance(event, h11.Request):
+                return data, {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
+            if event is not h11.NEED_DATA:
+                return None
+            chunk = await loop.sock_recv(conn, 1 << 16)
+            if not chunk:
+                return None
+            data += chunk
+            parser.receive_data(chunk)
+
+    def _hand(self, message: bytes, fds: list[int]) -> bool:
+        channel = getattr(self.worker, "channel", None)
+        if channel is None or not getattr(self.worker, "alive", False):
+            return False
+        try:
+            socket.send_fds(channel, [message], fds)
+        except (BlockingIOError, OSError):
+            return False
+        return True
+
+    def hand_stdio(self, stdin_fd: int = 0, stdout_fd: int = 1) -> bool:
+        return self._hand(b"s", [stdin_fd, stdout_fd])
+
+    @staticmethod
+    async def _reply(conn: socket.socket, status: int, text: str, extra: dict[str, str]) -> None:
+        body = text.encode()
+        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", "content-type: text/plain; charset=utf-8",
+                f"content-length: {len(body)}", "connection: close", *(f"{k}: {v}" for k, v in extra.items())]
+        try:
+            await asyncio.get_running_loop().sock_sendall(conn, ("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        except OSError:
+            pass
+
+
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 421: "Misdirected Request",
+            431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
 
 async def list_remote_tools(url: str, timeout: float = 10.0, token: str | None = None) -> list[dict[str, Any]]:

@@ -66,8 +66,12 @@ OP_DEADLINES = {"load": LOAD_TIMEOUT, "open": 60.0, "reset": 60.0, "close": 15.0
 class WorkerProcess:
     """One subprocess speaking JSON lines over a socket pair."""
 
-    def __init__(self, index: int, log_path: Path, home: Path, readable: list[str] | None = None):
+    def __init__(self, index: int, log_path: Path, home: Path, readable: list[str] | None = None,
+                 channel: bool = False):
         self.index = index
+        self.wants_channel = channel  # a descriptor channel for serving over MCP (mcp_http.channel_loop)
+        self.channel: socket.socket | None = None  # its parent end (SOCK_SEQPACKET): only ever sent on
+        self.on_event: Any = None  # called with each event the worker sends (a message without id)
         self.home = home  # the only directory this worker may write: its episodes, template copies, module DBs
         self.readable = list(readable or [])  # what its scenario reads besides its code (a hosted domain's data)
         self.scenario: str | None = None  # the one scenario this sandbox hosts (None: a spare)
@@ -107,20 +111,32 @@ class WorkerProcess:
 
     async def start(self) -> None:
         parent, child = socket.socketpair()
+        argv = [sys.executable, "-m", "awm_engine.runtime.worker", "--fd", str(child.fileno())]
+        passed = [child.fileno()]
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        inner = None
+        if self.wants_channel:
+            self.channel, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self.channel.setblocking(False)  # a worker that does not read never blocks the parent
+            argv += ["--channel", str(inner.fileno())]
+            passed.append(inner.fileno())
         self._prepare_home()
         log = open(self.log_path, "ab")
         self.sandbox = Sandbox(SandboxPolicy(writable=[str(self.home)], readable=self.readable,
                                              memory_mb=default_memory_mb("worker"), max_procs=256),
                                f"worker{self.index}")
         try:
-            self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.runtime.worker", "--fd",
-                                            str(child.fileno())], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
-                                           stdout=log, stderr=log, cwd=str(self.home))
+            self.proc = self.sandbox.popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                           cwd=str(self.home))
         except BaseException:
             parent.close()
             raise
         finally:
             child.close()
+            if inner is not None:
+                inner.close()
             log.close()
         reader, self._writer = await asyncio.open_connection(sock=parent, limit=protocol.LINE_LIMIT)
         self.alive = True
@@ -149,7 +165,11 @@ class WorkerProcess:
                 except ValueError:
                     why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
                     break
-                future = self.pending.pop(msg.get("id"), None) if isinstance(msg, dict) else None
+                if "id" not in msg and "event" in msg:
+                    if self.on_event is not None:
+                        self.on_event(msg)
+                    continue
+                future = self.pending.pop(msg.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(msg)
         except (ValueError, asyncio.LimitOverrunError):
@@ -191,6 +211,9 @@ class WorkerProcess:
 
     def kill(self) -> None:
         self.alive = False
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
         if self.proc is not None:
             kill_tree(self.proc)
         if self._writer is not None:
@@ -464,8 +487,9 @@ class EnvPool:
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
                  log_path: Path | str | None = None, schema_check: str = "reference",
                  load_timeout: float | None = None, max_inflight: int = MAX_INFLIGHT, max_loaded: int = MAX_LOADED,
-                 spares: int | None = None, max_sandboxes: int = MAX_SANDBOXES):
+                 spares: int | None = None, max_sandboxes: int = MAX_SANDBOXES, serve_channel: bool = False):
         self.n_workers = workers or 1  # sandboxes per scenario
+        self.serve_channel = serve_channel  # workers get a descriptor channel (``awm env serve``: mcp_http)
         self.n_spares = self.n_workers if spares is None else spares  # pre-started, not yet bound to a scenario
         self.max_sandboxes = max(max_sandboxes, self.n_workers)
         self._indexes = itertools.count()
@@ -515,7 +539,7 @@ class EnvPool:
         """Start one more worker sandbox (a spare until ``_bind``)."""
         i = next(self._indexes)
         log = self.log_path if (self.log_path and self.n_workers == 1 and i == 0) else self.workdir / f"worker-{i}.log"
-        worker = WorkerProcess(i, log, self.workdir / f"w{i}", readable)
+        worker = WorkerProcess(i, log, self.workdir / f"w{i}", readable, channel=self.serve_channel)
         worker.inflight = asyncio.Semaphore(self.max_inflight)
         self.workers.append(worker)
         try:

@@ -2,7 +2,9 @@
 
 Requests: ``{"id": N, "op": OP, ...fields}`` with OP one of ``OPS``; ``{"op": "shutdown"}`` has no id
 and no answer. Answers: ``{"id": N, "ok": true, "result": {...}}`` or ``{"id": N, "ok": false,
-"kind": KIND, "error": TEXT, "traceback": TEXT}``. Both sides use only the functions below.
+"kind": KIND, "error": TEXT, "traceback": TEXT}``. While an episode is served over MCP (op ``serve``) the worker
+also sends events, without id: ``{"event": "call", "record": {...}}`` after each call, ``{"event":
+"stdio_closed"}``. Both sides use only the functions below.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 import traceback
 from typing import Any
 
-OPS = ("ping", "load", "unload", "open", "call", "list_tools", "reset", "close", "shutdown")
+OPS = ("ping", "load", "unload", "open", "call", "list_tools", "reset", "close", "serve", "shutdown")
 # the largest line either side reads: a longer one fails the reader (the parent then restarts that worker), so
 # a worker that sends a giant line anyway costs the parent at most about twice this in buffers. Honest answers fit:
 # a tool result's text is cut at the result cap (runtime/caps.py, at most 4 MiB), and shorter still when its JSON

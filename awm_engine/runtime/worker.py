@@ -21,8 +21,23 @@ from awm_engine.runtime.hosted import load_hosted
 from awm_engine.runtime.inprocess import Episode, LoadedEnv
 
 
+async def call(episode: Any, tool: str, arguments: Any, timeout: float | None, result_cap: Any,
+               on_timeout: str = "interrupt") -> Any:
+    """One tool call of an episode here; its text cut at the result cap before it leaves (runtime/caps.py)."""
+    cap = caps.worker_result_cap(result_cap)
+    if isinstance(episode, Episode):  # cut where the text is made
+        result = await episode.call_tool(tool, arguments, timeout, cap, on_timeout)
+    else:
+        result = caps.cap_result(await episode.call_tool(tool, arguments, timeout), cap, protocol.TEXT_BUDGET)
+    if result.traceback:
+        log_traceback(episode, tool, result)
+    return result
+
+
 class WorkerState:
-    def __init__(self) -> None:
+    def __init__(self, emit: Any = None) -> None:
+        self.emit = emit  # sends an event (a message without id) to the parent
+        self.serving: tuple[Any, Any] | None = None  # (WireServer, Guard) while an episode is served over MCP
         self.envs: dict[str, LoadedEnv] = {}
         self.episodes: dict[str, Episode] = {}
         self.load_locks: dict[str, asyncio.Lock] = {}
@@ -97,17 +112,15 @@ class WorkerState:
         episode = self.episodes.get(msg.get("episode", ""))
         if episode is None:
             raise KeyError(f"unknown episode {msg.get('episode')!r}")
-        if op == "call":  # the text is cut at the result cap here, before it is sent (runtime/caps.py)
-            cap = caps.worker_result_cap(msg.get("result_cap"))
-            if isinstance(episode, Episode):  # cut where the text is made
-                result = await episode.call_tool(msg["tool"], msg.get("arguments"), msg.get("timeout"), cap,
-                                                 msg.get("on_timeout") or "interrupt")
-            else:
-                result = caps.cap_result(await episode.call_tool(msg["tool"], msg.get("arguments"),
-                                                                 msg.get("timeout")), cap, protocol.TEXT_BUDGET)
-            if result.traceback:
-                log_traceback(episode, msg["tool"], result)
+        if op == "call":
+            result = await call(episode, msg["tool"], msg.get("arguments"), msg.get("timeout"),
+                                msg.get("result_cap"), msg.get("on_timeout") or "interrupt")
             return {**result.to_dict(), "stuck": episode.stuck, "left_running": getattr(episode, "left_running", 0)}
+        if op == "serve":  # answer MCP clients on the connections the parent hands over (mcp_http.channel_loop)
+            from awm_engine.runtime.served import episode_server
+
+            self.serving = episode_server(episode, msg, call, self.emit)
+            return {}
         if op == "list_tools":
             return {"tools": episode.list_tools()}
         if op == "reset":
@@ -133,10 +146,19 @@ def log_traceback(episode: Episode, tool: str, result: Any) -> None:
     sys.stderr.flush()
 
 
-async def serve(sock: socket.socket) -> None:
+async def serve(sock: socket.socket, channel: socket.socket | None = None) -> None:
     reader, writer = await asyncio.open_connection(sock=sock, limit=protocol.LINE_LIMIT)
-    state = WorkerState()
     write_lock = asyncio.Lock()
+
+    def emit(event: dict[str, Any]) -> None:  # from the loop's thread; written in order with the answers
+        writer.write(protocol.encode(event))
+
+    state = WorkerState(emit)
+    if channel is not None:
+        from awm_engine.runtime.mcp_http import channel_loop
+
+        asyncio.create_task(channel_loop(channel, lambda: state.serving or (None, None),
+                                         lambda: emit({"event": "stdio_closed"})))
 
     async def answer(msg: dict[str, Any]) -> None:
         try:
@@ -190,14 +212,16 @@ def prewarm() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="awm-worker")
     parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--channel", type=int, help="descriptor channel of a served episode (mcp_http)")
     args = parser.parse_args(argv)
     sock = socket.socket(fileno=args.fd)
+    channel = socket.socket(fileno=args.channel) if args.channel is not None else None
     prewarm()
     # one sandbox per scenario means many workers share the cores: the default switch interval (5 ms) wastes less
     # of them on GIL hand-offs than the 0.5 ms a few shared workers used (calls/s 502 -> 662 for 256 episodes)
     sys.setswitchinterval(float(os.environ.get("AWM_SWITCH_INTERVAL") or 0.005))
     try:
-        asyncio.run(serve(sock))
+        asyncio.run(serve(sock, channel))
     except KeyboardInterrupt:
         pass
     sys.stdout.flush()

@@ -1,0 +1,46 @@
+"""One episode served over MCP from inside its worker: the ``WireServer`` whose tool calls run the episode's, and
+the record of each call sent to the parent (which writes ``calls.jsonl``; the traceback goes to the worker's log)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from awm_engine.runtime.mcp_http import Guard
+from awm_engine.runtime.mcp_wire import WireServer
+
+RESTARTED = " (the environment worker was restarted)"
+
+
+def error_meta(result: Any) -> dict[str, Any] | None:
+    """``_meta`` of an error result: its kind, HTTP status and traceback for awm's own MCP client (the text, which
+    is all a model sees, stays exactly the reference's); of a result cut at the result cap: its size before."""
+    cut = {"truncated": True, "original_bytes": result.original_bytes} if getattr(result, "truncated", False) else {}
+    if not result.is_error:
+        return {"awm": cut} if cut else None
+    return {"awm": {"error_kind": result.error_kind, "status": result.status, "traceback": result.traceback, **cut}}
+
+
+def call_record(tool: str, arguments: Any, result: Any) -> dict[str, Any]:
+    """One line of ``calls.jsonl`` (no result text: it can be megabytes; the episode's databases tell the rest)."""
+    return {"time": time.time(), "tool": tool, "arguments": arguments, "is_error": result.is_error,
+            "status": result.status, "error_kind": result.error_kind, "elapsed_ms": round(result.elapsed_ms, 3),
+            "traceback": result.traceback,
+            **({"truncated": True, "original_bytes": result.original_bytes}
+               if getattr(result, "truncated", False) else {})}
+
+
+def episode_server(episode: Any, spec: dict[str, Any], call: Callable, emit: Callable) -> tuple[WireServer, Guard]:
+    """``spec``: the serve request (``name``, ``timeout``, ``result_cap``, ``extras``, ``port``, ``token``)."""
+    extras = bool(spec.get("extras"))
+
+    async def run(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await call(episode, tool, arguments, spec.get("timeout"), spec.get("result_cap"))
+        text = result.text
+        if getattr(episode, "stuck", False):  # a handler would not stop: the parent replaces this worker
+            text += RESTARTED
+        emit({"event": "call", "record": call_record(tool, arguments, result),
+              **({"stuck": True} if getattr(episode, "stuck", False) else {})})
+        return {"text": text, "is_error": result.is_error, "meta": error_meta(result) if extras else None}
+
+    server = WireServer(spec.get("name") or "FastAPI", episode.list_tools(), run)
+    return server, Guard(spec.get("port"), spec.get("token"))
