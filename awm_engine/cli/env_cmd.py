@@ -169,7 +169,6 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         url = None if args.stdio else f"http://{HOST}:{port}{MCP_PATH}"
         spec = {"name": app_title(scenario.code), "timeout": args.timeout, "result_cap": result_cap,
                 "extras": extras_enabled(), "port": None if args.stdio else port, "token": token}
-        stdio_done = asyncio.Event()
         restarted = asyncio.Event()
 
         def on_event(msg: dict) -> None:
@@ -177,8 +176,6 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                 calls.write(msg.get("record"))
                 if msg.get("stuck"):  # a handler would not stop: a new worker takes over (its sessions are lost)
                     restarted.set()
-            elif msg.get("event") == "stdio_closed":
-                stdio_done.set()
 
         async def start_serving() -> None:
             episode.worker.on_event = on_event
@@ -199,12 +196,11 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
             (out / "session.json").write_text(json.dumps(session, indent=2))  # written once it serves
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
-                front.hand_stdio()
-                main = asyncio.create_task(stdio_done.wait())
+                main = asyncio.create_task(front.run_stdio())
             else:
                 main = asyncio.create_task(front.run_http(listener))
                 stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
-            tasks += [main, asyncio.create_task(_keep_serving(pool, episode, start_serving, restarted))]
+            tasks += [main, asyncio.create_task(_keep_serving(pool, episode, start_serving, restarted, main))]
             if args.exit_with_parent:
                 tasks.append(asyncio.create_task(_watch_parent(main)))
             await main
@@ -225,10 +221,15 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
     return 0
 
 
-async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restarted: asyncio.Event) -> None:
+MAX_SERVE_RESTARTS = 10  # workers replaced while serving one episode before the server gives up
+
+
+async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restarted: asyncio.Event,
+                        main: asyncio.Task) -> None:
     """A worker that dies (or has a handler that would not stop) is replaced and serves the episode again, on its
-    databases as they were (MCP sessions of the old one are gone: clients initialize again)."""
-    while True:
+    databases as they were (MCP sessions of the old one are gone: clients initialize again); after
+    ``MAX_SERVE_RESTARTS`` the server stops."""
+    for restarts in range(MAX_SERVE_RESTARTS + 1):
         died = asyncio.ensure_future(wait_for_exit(episode.worker.proc))
         stuck = asyncio.ensure_future(restarted.wait())
         try:
@@ -237,10 +238,14 @@ async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restart
             died.cancel()
             stuck.cancel()
         restarted.clear()
+        if restarts == MAX_SERVE_RESTARTS:
+            break
         stderr.print("the environment worker stopped; starting a new one (MCP clients must initialize again)")
         await pool._restart(episode.worker, episode.worker.generation if episode.worker.alive else None)
         await pool._ensure_attached(episode)
         await start_serving()
+    stderr.print(f"the environment worker stopped {MAX_SERVE_RESTARTS} times: the server stops")
+    main.cancel()
 
 
 PORT_BUSY = 3  # `awm env serve` exit code: the port is taken (nothing was started, no URL printed)

@@ -184,12 +184,13 @@ async def serve_stdio(in_fd: int, out_fd: int, server: WireServer) -> None:
             task.add_done_callback(tasks.discard)
     if tasks:
         await asyncio.wait(tasks)
+    out.close()  # the parent's relay sees the end once every answer is out
 
 
-async def channel_loop(channel: socket.socket, server_of: Any, on_stdio_end: Any) -> None:
+async def channel_loop(channel: socket.socket, server_of: Any) -> None:
     """Take what the parent hands over on the descriptor channel: ``h`` + the bytes of a request head it read, with
-    one connected socket; ``s`` with the two descriptors of stdio. ``server_of()`` is the server then current (None:
-    not serving: the connection is closed). Ends when the parent closes the channel."""
+    one connected socket; ``s`` with the two ends (in, out) of the parent's stdio relay. ``server_of()`` is the
+    (server, guard) then current (None: not serving: what came is closed). Ends when the parent closes the channel."""
     loop = asyncio.get_running_loop()
     channel.setblocking(False)
     tasks: set[asyncio.Task] = set()
@@ -216,7 +217,7 @@ async def channel_loop(channel: socket.socket, server_of: Any, on_stdio_end: Any
                 if data[:1] == b"h":
                     coro = serve_connection(socket.socket(fileno=fds[0]), data[1:], server, guard)
                 else:
-                    coro = _stdio_then(serve_stdio(fds[0], fds[1], server), on_stdio_end)
+                    coro = serve_stdio(fds[0], fds[1], server)
                 task = asyncio.create_task(coro)
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -224,10 +225,3 @@ async def channel_loop(channel: socket.socket, server_of: Any, on_stdio_end: Any
         loop.remove_reader(channel.fileno())
         for task in tasks:
             task.cancel()
-
-
-async def _stdio_then(coro: Any, then: Any) -> None:
-    try:
-        await coro
-    finally:
-        then()

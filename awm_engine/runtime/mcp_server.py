@@ -10,8 +10,9 @@ This process owns the listening socket (127.0.0.1 only). It accepts each connect
 head; a foreign ``Host`` (DNS rebinding), a foreign ``Origin`` or a missing bearer token (``--token``) is refused
 here, by trusted code; otherwise the connected socket, with the bytes read, is handed to the worker over a
 descriptor channel (``SOCK_SEQPACKET``, ``SCM_RIGHTS``), which answers every request on it directly — so a call is
-one hop: client → sandboxed worker. For stdio the two descriptors are handed over the same way. Each call's record
-comes back as an event and is appended to ``calls.jsonl`` here (within ``CALLS_LOG_LIMIT``).
+one hop: client → sandboxed worker. Each call's record
+comes back as an event and is appended to ``calls.jsonl`` here (within ``CALLS_LOG_LIMIT``). Over stdio the worker
+gets a socket, never this process's stdin and stdout (``run_stdio``).
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ FASTAPI_DEFAULT_TITLE = "FastAPI"
 HEAD_LIMIT = 64 << 10  # bytes of a connection's first request line and headers
 HEAD_TIMEOUT = 30.0  # seconds a new connection has to send them
 MAX_ADMITTING = 256  # connections being checked at once (more wait in the kernel's backlog)
-CALLS_LOG_LIMIT = 256 << 20  # bytes of calls.jsonl; past it, one note and no more lines
+CALLS_LOG_LIMIT = 64 << 20  # bytes of calls.jsonl; past it, one note and no more lines
+STDIO_LINE_LIMIT = 32 << 20  # bytes of one stdio message either way
 
 
 def app_title(code: str | None) -> str:
@@ -180,8 +182,53 @@ class ServeFront:
             return False
         return True
 
-    def hand_stdio(self, stdin_fd: int = 0, stdout_fd: int = 1) -> bool:
-        return self._hand(b"s", [stdin_fd, stdout_fd])
+    async def run_stdio(self) -> None:
+        """MCP over this process's stdin/stdout. The worker never gets those descriptors (they may be the user's
+        terminal): it gets one end of a socket pair, and this relays whole lines both ways — what it sends back is
+        re-encoded as JSON (ASCII-escaped when stdout is a terminal), anything else dropped. Returns when the
+        worker has answered everything sent before stdin ended."""
+        ours, theirs = socket.socketpair()
+        try:
+            if not self._hand(b"s", [theirs.fileno(), theirs.fileno()]):
+                raise RuntimeError("the environment worker is not running")
+        finally:
+            theirs.close()
+        loop = asyncio.get_running_loop()
+        reader, writer = await asyncio.open_connection(sock=ours, limit=STDIO_LINE_LIMIT)
+        ascii_only = os.isatty(1)
+
+        async def inbound() -> None:
+            stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+            try:
+                while True:
+                    line = await loop.run_in_executor(None, _read_line, stdin)
+                    if not line:
+                        break
+                    writer.write(line if line.endswith(b"\n") else line + b"\n")
+                    await writer.drain()
+            finally:
+                stdin.close()
+                if writer.can_write_eof():
+                    writer.write_eof()
+
+        feeding = asyncio.create_task(inbound())
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    break  # a line longer than any answer: the worker broke the protocol
+                if not line:
+                    break
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                data = (json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":")) + "\n").encode()
+                await loop.run_in_executor(None, _write_all, 1, data)
+        finally:
+            feeding.cancel()
+            writer.close()
 
     @staticmethod
     async def _reply(conn: socket.socket, status: int, text: str, extra: dict[str, str]) -> None:
@@ -192,6 +239,16 @@ class ServeFront:
             await asyncio.get_running_loop().sock_sendall(conn, ("\r\n".join(head) + "\r\n\r\n").encode() + body)
         except OSError:
             pass
+
+
+def _read_line(stream: Any) -> bytes:
+    return stream.readline(STDIO_LINE_LIMIT)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 _REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 421: "Misdirected Request",

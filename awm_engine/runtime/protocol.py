@@ -3,8 +3,8 @@
 Requests: ``{"id": N, "op": OP, ...fields}`` with OP one of ``OPS``; ``{"op": "shutdown"}`` has no id
 and no answer. Answers: ``{"id": N, "ok": true, "result": {...}}`` or ``{"id": N, "ok": false,
 "kind": KIND, "error": TEXT, "traceback": TEXT}``. While an episode is served over MCP (op ``serve``) the worker
-also sends events, without id: ``{"event": "call", "record": {...}}`` after each call, ``{"event":
-"stdio_closed"}``. Both sides use only the functions below.
+also sends an event, without id, after each call: ``{"event": "call", "record": {...}}`` (``"stuck": true`` when
+its handler would not stop). Both sides use only the functions below.
 """
 from __future__ import annotations
 

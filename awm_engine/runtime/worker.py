@@ -38,6 +38,7 @@ class WorkerState:
     def __init__(self, emit: Any = None) -> None:
         self.emit = emit  # sends an event (a message without id) to the parent
         self.serving: tuple[Any, Any] | None = None  # (WireServer, Guard) while an episode is served over MCP
+        self.channel_task: asyncio.Task | None = None
         self.envs: dict[str, LoadedEnv] = {}
         self.episodes: dict[str, Episode] = {}
         self.load_locks: dict[str, asyncio.Lock] = {}
@@ -157,8 +158,7 @@ async def serve(sock: socket.socket, channel: socket.socket | None = None) -> No
     if channel is not None:
         from awm_engine.runtime.mcp_http import channel_loop
 
-        asyncio.create_task(channel_loop(channel, lambda: state.serving or (None, None),
-                                         lambda: emit({"event": "stdio_closed"})))
+        state.channel_task = asyncio.create_task(channel_loop(channel, lambda: state.serving or (None, None)))
 
     async def answer(msg: dict[str, Any]) -> None:
         try:
