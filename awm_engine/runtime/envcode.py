@@ -62,6 +62,48 @@ def _call_name(node: ast.AST) -> str:
     return ""
 
 
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+class _Tree:
+    """One breadth-first pass over a module (``ast.walk``'s order): each node's position, the outermost ``def``
+    around it (or itself) and whether it lies in a function's body (a def's or a lambda's); the checks below read
+    these instead of walking the module again for every function (a large module took a second)."""
+
+    def __init__(self, tree: ast.AST):
+        from collections import deque
+
+        self.order: list[ast.AST] = []
+        self.index: dict[int, int] = {}
+        self.outer_def: dict[int, ast.AST | None] = {}
+        self.in_body: dict[int, bool] = {id(tree): False}
+        above: dict[int, ast.AST | None] = {id(tree): None}  # the outermost def strictly above each node
+        todo = deque([tree])
+        while todo:
+            node = todo.popleft()
+            self.index[id(node)] = len(self.order)
+            self.order.append(node)
+            outer = above[id(node)]
+            if outer is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                outer = node
+            self.outer_def[id(node)] = outer
+            body_ids = set()
+            if isinstance(node, _FUNCTIONS):
+                body_ids = {id(b) for b in (node.body if isinstance(node.body, list) else [node.body])}
+            for child in ast.iter_child_nodes(node):
+                above[id(child)] = outer
+                self.in_body[id(child)] = self.in_body[id(node)] or id(child) in body_ids
+                todo.append(child)
+
+    def subtree(self, node: ast.AST) -> set[int]:
+        out, todo = set(), [node]
+        while todo:
+            n = todo.pop()
+            out.add(id(n))
+            todo.extend(ast.iter_child_nodes(n))
+        return out
+
+
 def analyze_fit(tree: ast.Module) -> CodeFit:
     """Shared loading needs: one module-level ``E = create_engine(...)``, one ``S = sessionmaker(bind=E)``,
     ``E`` used nowhere else but ``create_all``, and ``S`` only called inside functions."""
@@ -75,31 +117,25 @@ def analyze_fit(tree: ast.Module) -> CodeFit:
     if len(makers) != 1:
         return CodeFit(False, reasons=[f"expected one module-level sessionmaker assignment, found {len(makers)}"])
     engine, session = engines[0], makers[0].targets[0].id
-    allowed: set[int] = set()
-    for node in ast.walk(makers[0].value):
-        allowed.add(id(node))
+    walked = _Tree(tree)
+    allowed = walked.subtree(makers[0].value)
     for stmt in tree.body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
                 isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "create_all":
-            allowed.update(id(n) for n in ast.walk(stmt.value))
-    function_nodes: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            body = node.body if isinstance(node.body, list) else [node.body]
-            for stmt in body:
-                function_nodes.update(id(n) for n in ast.walk(stmt))
+            allowed |= walked.subtree(stmt.value)
+    for node in walked.order:
         if isinstance(node, ast.Global) and (engine in node.names or session in node.names):
             reasons.append(f"line {node.lineno}: 'global' rebinds {engine} or {session}")
-    for node in ast.walk(tree):
+    for node in walked.order:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id == engine and id(node) not in allowed:
                 reasons.append(f"line {node.lineno}: uses the engine '{engine}' directly")
-            elif node.id == session and id(node) not in function_nodes:
+            elif node.id == session and not walked.in_body[id(node)]:
                 reasons.append(f"line {node.lineno}: uses '{session}' at import time")
         elif isinstance(node, ast.Attribute) and node.attr in ("engine", "bind") and \
                 isinstance(node.value, ast.Name) and node.value.id == session:
             reasons.append(f"line {node.lineno}: reads {session}.{node.attr}")
-    reasons += _shared_mutable_state(tree)
+    reasons += _shared_mutable_state(tree, walked)
     return CodeFit(not reasons, engine, session, reasons)
 
 
@@ -108,9 +144,11 @@ _MUTATORS = {"append", "extend", "insert", "update", "add", "pop", "popitem", "r
              "setdefault", "sort", "reverse", "appendleft", "extendleft", "rotate", "__setitem__", "__delitem__"}
 
 
-def _shared_mutable_state(tree: ast.Module) -> list[str]:
+def _shared_mutable_state(tree: ast.Module, walked: _Tree | None = None) -> list[str]:
     """Module-level containers that handlers change: on the shared path every episode would see them, so
-    such code runs isolated (its module executed again for each episode)."""
+    such code runs isolated (its module executed again for each episode). Each name is reported at its first
+    change in the first function (module order, outer functions first) that contains one."""
+    walked = walked or _Tree(tree)
     mutable: dict[str, int] = {}
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -121,28 +159,34 @@ def _shared_mutable_state(tree: ast.Module) -> list[str]:
             for target in targets:
                 if isinstance(target, ast.Name):
                     mutable[target.id] = node.lineno
-    found: dict[str, str] = {}
-    for func in ast.walk(tree):
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    first: dict[str, tuple[tuple[int, int], str]] = {}  # name -> (outermost def's position, node's), why
+
+    def note(name: str, key: tuple[int, int], why: str) -> None:
+        if name not in first or key < first[name][0]:
+            first[name] = (key, why)
+
+    for node in walked.order:
+        outer = walked.outer_def[id(node)]
+        if outer is None:
             continue
-        for node in ast.walk(func):
-            name = None
-            if isinstance(node, ast.Global):
-                for n in node.names:
-                    found.setdefault(n, f"line {node.lineno}: 'global {n}' in a function: module state shared "
-                                        "between episodes")
-                continue
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name):
-                name = node.func.value.id
-            elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                    and isinstance(node.value, ast.Name):
-                name = node.value.id
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                name = node.target.id
-            if name in mutable and name not in found:
-                found[name] = (f"line {node.lineno}: changes the module-level '{name}' (line {mutable[name]}): "
-                               "state shared between episodes")
+        key = (walked.index[id(outer)], walked.index[id(node)])
+        name = None
+        if isinstance(node, ast.Global):
+            for n in node.names:
+                note(n, key, f"line {node.lineno}: 'global {n}' in a function: module state shared between episodes")
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name):
+            name = node.func.value.id
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                and isinstance(node.value, ast.Name):
+            name = node.value.id
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            name = node.target.id
+        if name in mutable:
+            note(name, key, f"line {node.lineno}: changes the module-level '{name}' (line {mutable[name]}): "
+                            "state shared between episodes")
+    found = {name: why for name, (key, why) in sorted(first.items(), key=lambda item: item[1][0])}
     return [why for name, why in found.items() if name in mutable or why.startswith("line") and "global" in why]
 
 
