@@ -198,14 +198,18 @@ def settle_heap(unfreeze: bool = False) -> None:
 
 
 def prewarm() -> None:
-    """Import what every environment module imports before any scenario is assigned (a spare sandbox is ready to
-    load its scenario at once)."""
+    """Import what every environment module imports, and warm it (``warmup``), before any scenario is assigned: a
+    spare sandbox is ready to load its scenario at once."""
     try:
         import fastapi  # noqa: F401
         import pydantic  # noqa: F401
         import sqlalchemy.orm  # noqa: F401
     except ImportError:
         pass
+    else:
+        from awm_engine.runtime.warmup import warm_up
+
+        warm_up()
     settle_heap()
 
 
