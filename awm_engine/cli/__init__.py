@@ -10,49 +10,77 @@ by SIGTERM (after the same clean-up as Ctrl-C; ``env serve`` exits 0, a SIGTERM 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from rich.markup import escape
+# every verb, the module that registers it, and its one-line help (``awm --help`` lists them without importing the
+# modules: a command imports only its own verb's module, so ``awm env serve`` does not load the agent, eval, bench …)
+VERBS: dict[str, tuple[str, str]] = {
+    "catalog": ("catalog_cmd", "list and inspect environments"),
+    "db": ("db_cmd", "build databases exactly as AWM does; diff two databases"),
+    "env": ("env_cmd", "serve environments over MCP, call tools, health-check"),
+    "agent": ("agent_cmd", "run an agent on a task"),
+    "verify": ("agent_cmd", "verify a run directory and compute its reward"),
+    "replay": ("agent_cmd", "step through a run directory; database diff after any step"),
+    "fake-llm": ("agent_cmd", "serve a scripted OpenAI-compatible chat completions API"),
+    "eval": ("eval_cmd", "batch evaluation: run, resume, report, compare"),
+    "train": ("train_cmd", "training data from rollouts; task rows for online trainers"),
+    "gen": ("gen_cmd", "synthesize environments: scenario → tasks → db → sample → spec → env → verifiers, each "
+                       "executed and repaired from its errors"),
+    "bench": ("bench_cmd", "benchmarks through the same engine: BFCLv3, τ²-bench, MCP-Universe, one report across "
+                           "them"),
+    "doctor": ("doctor_cmd", "check this machine (awm doctor sandbox)"),
+}
 
-from awm_engine.cli import (
-    agent_cmd,
-    bench_cmd,
-    catalog_cmd,
-    db_cmd,
-    doctor_cmd,
-    env_cmd,
-    eval_cmd,
-    gen_cmd,
-    train_cmd,
-)
-from awm_engine.cli.common import INPUT_ERRORS, CliError, Terminated, interrupted_code, stderr
-from awm_engine.sandbox.host import harden_parent
-from awm_engine.sandbox.launcher import SandboxUnavailable
+
+def verb_help(verb: str) -> str:
+    return VERBS[verb][1]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _verb_of(argv: list[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in VERBS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``argv``, only the parsers of its verb's module are built in full (the other verbs
+    are listed with their help)."""
     parser = argparse.ArgumentParser(prog="awm", description="Workbench for Agent World Model environments.")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run untrusted code even where the sandbox's namespace layer is unavailable (weaker "
                              "protection; recorded in every run's metadata; see awm doctor sandbox)")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
-    catalog_cmd.register(verbs)
-    db_cmd.register(verbs)
-    env_cmd.register(verbs)
-    agent_cmd.register(verbs)
-    eval_cmd.register(verbs)
-    train_cmd.register(verbs)
-    gen_cmd.register(verbs)
-    bench_cmd.register(verbs)
-    doctor_cmd.register(verbs)
+    wanted = _verb_of(argv) if argv is not None else None
+    modules = list(dict.fromkeys(module for module, _ in VERBS.values()))
+    if argv is not None:
+        modules = [VERBS[wanted][0]] if wanted else []
+    registered: set[str] = set()
+    for name in modules:
+        before = set(verbs.choices)
+        importlib.import_module(f"awm_engine.cli.{name}").register(verbs)
+        registered |= set(verbs.choices) - before
+    for verb, (_, help_text) in VERBS.items():  # the others: listed, never parsed
+        if verb not in registered:
+            verbs.add_parser(verb, help=help_text)
+    # ``awm --help`` lists verbs in this table's order whatever was built first
+    verbs._choices_actions.sort(key=lambda action: list(VERBS).index(action.dest))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rich.markup import escape
+
+    from awm_engine.cli.common import INPUT_ERRORS, CliError, Terminated, interrupted_code, stderr
+    from awm_engine.sandbox.host import harden_parent
+    from awm_engine.sandbox.launcher import SandboxUnavailable
+
     harden_parent()  # nothing this process starts can read its environment (API keys) through /proc
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.unsafe_no_sandbox:
         os.environ["AWM_UNSAFE_NO_SANDBOX"] = "1"

@@ -5,6 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
+from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError
 from awm_engine.agent.policies import PolicyError
 from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
@@ -31,7 +32,7 @@ from awm_engine.verify.verification import verify_run
 
 
 def register(verbs) -> None:
-    agent = verbs.add_parser("agent", help="run an agent on a task")
+    agent = verbs.add_parser("agent", help=verb_help("agent"))
     sub = agent.add_subparsers(dest="agent_verb", metavar="ACTION")
     sub.required = True
     run = sub.add_parser("run", help="one rollout: task -> run directory (-> verification -> reward)")
@@ -49,7 +50,7 @@ def register(verbs) -> None:
                      help="the live transcript shows whole tool results and turns (default: cut, with a marker)")
     run.set_defaults(func=cmd_agent_run)
 
-    verify = verbs.add_parser("verify", help="verify a run directory and compute its reward")
+    verify = verbs.add_parser("verify", help=verb_help("verify"))
     verify.add_argument("run_dir")
     verify.add_argument("--mode", choices=["code", "sql"], default="sql")
     verify.add_argument("--protocol", choices=list(PROFILES), default=DEFAULT_PROFILE,
@@ -61,14 +62,14 @@ def register(verbs) -> None:
     verify.add_argument("--json", action="store_true")
     verify.set_defaults(func=cmd_verify)
 
-    replay = verbs.add_parser("replay", help="step through a run directory; database diff after any step")
+    replay = verbs.add_parser("replay", help=verb_help("replay"))
     replay.add_argument("run_dir")
     replay.add_argument("--step", type=int, help="print the database diff (against initial.db) after this step")
     add_data_arg(replay)
     replay.add_argument("--json", action="store_true")
     replay.set_defaults(func=cmd_replay)
 
-    fake = verbs.add_parser("fake-llm", help="serve a scripted OpenAI-compatible chat completions API")
+    fake = verbs.add_parser("fake-llm", help=verb_help("fake-llm"))
     fake.add_argument("--script", required=True, metavar="FILE")
     fake.add_argument("--port", type=int, default=DEFAULT_FAKE_PORT, help=f"default {DEFAULT_FAKE_PORT} (never a real "
                       "endpoint's 8000); 0: a free port (printed); a busy port exits 3 before anything is served")

@@ -14,6 +14,7 @@ from rich.progress import (
 )
 from rich.table import Table as RichTable
 
+from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.bfcl import categories, scores, wheel
@@ -25,7 +26,7 @@ BFCL_LOCAL_ONLY = ("BFCL has no environments in the worker pool: its entries are
 
 
 def register(verbs) -> None:
-    bench = verbs.add_parser("bench", help="benchmarks through the same engine: BFCLv3, τ²-bench, MCP-Universe, one report across them")
+    bench = verbs.add_parser("bench", help=verb_help("bench"))
     which = bench.add_subparsers(dest="bench_name", metavar="BENCHMARK")
     which.required = True
     bfcl = which.add_parser("bfcl", help="BFCLv3, scored by the official checkers of bfcl-eval "

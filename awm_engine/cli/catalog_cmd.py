@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
     add_data_arg,
     get_scenario,
@@ -26,7 +27,7 @@ from awm_engine.runtime.openapi_tools import schema_problem_note
 
 
 def register(verbs) -> None:
-    parser = verbs.add_parser("catalog", help="list and inspect environments")
+    parser = verbs.add_parser("catalog", help=verb_help("catalog"))
     sub = parser.add_subparsers(dest="catalog_verb", metavar="ACTION")
     sub.required = True
     ls = sub.add_parser("list", help="one line per scenario: tables, tools, tasks, verifier coverage")

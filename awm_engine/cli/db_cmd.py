@@ -16,6 +16,7 @@ from rich.progress import (
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
     CliError,
     add_data_arg,
@@ -32,7 +33,7 @@ from awm_engine.db.templates import TemplateCache
 
 
 def register(verbs) -> None:
-    parser = verbs.add_parser("db", help="build databases exactly as AWM does; diff two databases")
+    parser = verbs.add_parser("db", help=verb_help("db"))
     sub = parser.add_subparsers(dest="db_verb", metavar="ACTION")
     sub.required = True
     build = sub.add_parser("build", help="build <out>/<scenario>.db for each scenario, statement by statement")

@@ -6,6 +6,7 @@ import json
 
 from rich.table import Table
 
+from awm_engine.cli import verb_help
 from awm_engine.cli.common import stdout
 from awm_engine.sandbox import host
 
@@ -31,7 +32,7 @@ MECHANISMS = {
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
-    doctor = verbs.add_parser("doctor", help="check this machine (awm doctor sandbox)")
+    doctor = verbs.add_parser("doctor", help=verb_help("doctor"))
     sub = doctor.add_subparsers(dest="what", metavar="WHAT")
     sub.required = True
     sandbox = sub.add_parser("sandbox", help="measure which sandbox protections hold here (exit 1 if any is off)")

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
     CliError,
     add_data_arg,
@@ -35,13 +36,12 @@ from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
 from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
-from awm_engine.runtime.openapi_tools import schema_problem_note
 from awm_engine.runtime.pool import EnvPool, wait_for_exit
 from awm_engine.sandbox.host import protections
 
 
 def register(verbs) -> None:
-    parser = verbs.add_parser("env", help="serve environments over MCP, call tools, health-check")
+    parser = verbs.add_parser("env", help=verb_help("env"))
     sub = parser.add_subparsers(dest="env_verb", metavar="ACTION")
     sub.required = True
     serve = sub.add_parser("serve", help="serve one episode as an MCP server (streamable HTTP or stdio)")
@@ -411,6 +411,8 @@ async def _test(args: argparse.Namespace) -> int:
                 error = r.error.removeprefix(f"{r.scenario}: ")
                 stdout.print(f"[red]{shown(r.scenario)}: {shown(error)}[/red]")
             for tool, error in r.invalid_schemas.items():
+                from awm_engine.runtime.openapi_tools import schema_problem_note  # jsonschema: only when shown
+
                 stdout.print(f"[yellow]{shown(r.scenario)}: {shown(tool)}: {shown(schema_problem_note(error))}[/yellow]")
         if any(d.problems for _, d in results):
             stdout.print("awm env doctor SCENARIO lists the problems")

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
+from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import (
@@ -53,7 +54,7 @@ def positive_int(value: str) -> int:
 
 
 def register(verbs) -> None:
-    ev = verbs.add_parser("eval", help="batch evaluation: run, resume, report, compare")
+    ev = verbs.add_parser("eval", help=verb_help("eval"))
     sub = ev.add_subparsers(dest="eval_verb", metavar="ACTION")
     sub.required = True
     run = sub.add_parser("run", help="every (task, sample) of the selected scenarios; resumable")

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, resolve_endpoint
 from awm_engine.cli.common import CliError, print_json, print_warning, run_async, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args
@@ -83,8 +84,7 @@ def _scenario_args(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def register(verbs) -> None:
-    gen = verbs.add_parser("gen", help="synthesize environments: scenario → tasks → db → sample → spec → env → "
-                                       "verifiers, each executed and repaired from its errors")
+    gen = verbs.add_parser("gen", help=verb_help("gen"))
     sub = gen.add_subparsers(dest="gen_verb", metavar="STAGE")
     sub.required = True
     every = sub.add_parser("all", help="every stage, scenarios streaming through them independently")

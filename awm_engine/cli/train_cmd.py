@@ -6,6 +6,7 @@ import argparse
 
 from rich.markup import escape
 
+from awm_engine.cli import verb_help
 from awm_engine.cli.common import CliError, add_data_arg, echo, load_catalog, print_json, print_warning, stderr
 from awm_engine.train.export import FORMATS, MissingDependency, format_for, write_records
 from awm_engine.train.grpo import assign_advantages
@@ -27,7 +28,7 @@ def _window(value: str) -> int | None:
 
 
 def register(verbs) -> None:
-    train = verbs.add_parser("train", help="training data from rollouts; task rows for online trainers")
+    train = verbs.add_parser("train", help=verb_help("train"))
     sub = train.add_subparsers(dest="train_verb", metavar="ACTION")
     sub.required = True
     export = sub.add_parser("export", help="one training sample per action turn of each rollout (history window, "
