@@ -44,6 +44,8 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AWM_CONFIG", str(tmp_path_factory.mktemp("config") / "none.toml"))
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "AWM_JUDGE_MODEL", "AWM_MODEL", "AWM_VERIFIER_HOST"):
         monkeypatch.delenv(var, raising=False)
+    # no warm service outliving the test that started it (tests/test_warm.py turns it on, in a directory of its own)
+    monkeypatch.setenv("AWM_WARM", "0")
 
 
 @pytest.fixture

@@ -157,7 +157,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
             stderr.print(f"bearer token: {token}")
     # one episode for the server's life: no spare sandbox kept beside it (~70 MB); the worker answers MCP itself
     pool = EnvPool(workers=1, spares=0, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
-                   schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True)
+                   schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True, warm=True)
     calls = CallsLog(out / "calls.jsonl")
     try:
         await pool.start()
@@ -190,6 +190,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                        "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
                        "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
                        "template": episode.template, "started": time.time(),
+                       # the worker: taken ready from the warm service (runtime.warm), or started by this server
+                       "worker": "warm" if episode.worker.lease is not None else "own",
                        # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
                        # layer)
                        "sandbox": protections().to_dict()}

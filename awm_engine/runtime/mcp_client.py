@@ -62,7 +62,8 @@ class ServedEnvironment:
                             "AWM_SERVE_EXTRAS": "1",
                             "PYTHONPATH": os.pathsep.join(x for x in (PACKAGE_PARENT, os.environ.get("PYTHONPATH"))
                                                           if x)})
-        for name in (MAX_AGE_ENV, "AWM_UNSAFE_NO_SANDBOX", "AWM_SANDBOX_UID", "AWM_CONFIG"):
+        for name in (MAX_AGE_ENV, "AWM_UNSAFE_NO_SANDBOX", "AWM_SANDBOX_UID", "AWM_CONFIG", "AWM_WARM", "AWM_WARM_DIR",
+                     "AWM_WARM_IDLE"):
             if name in os.environ:
                 env[name] = os.environ[name]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,

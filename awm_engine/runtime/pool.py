@@ -69,10 +69,12 @@ class WorkerProcess:
     def __init__(self, index: int, log_path: Path, home: Path, readable: list[str] | None = None,
                  channel: bool = False):
         self.index = index
+        self.lease: Any = None  # a worker taken from the warm service (``adopt``) until it is replaced or released
         self.wants_channel = channel  # a descriptor channel for serving over MCP (mcp_http.channel_loop)
         self.channel: socket.socket | None = None  # its parent end (SOCK_SEQPACKET): only ever sent on
         self.on_event: Any = None  # called with each event the worker sends (a message without id)
         self.home = home  # the only directory this worker may write: its episodes, template copies, module DBs
+        self.own_home = home  # (a leased worker's is the warm service's)
         self.readable = list(readable or [])  # what its scenario reads besides its code (a hosted domain's data)
         self.scenario: str | None = None  # the one scenario this sandbox hosts (None: a spare)
         self.quota = False
@@ -103,42 +105,46 @@ class WorkerProcess:
             give_to_sandbox(self.home)
 
     def release_home(self) -> None:
-        """The worker is done for good: its directory (and quota mount) goes."""
+        """The worker is done for good: its directory (and quota mount) goes (a leased one's, with the lease: the
+        warm service removes it)."""
+        if self.lease is not None:
+            self.lease.close()
+            self.lease = None
+            self.home = self.own_home
+            return
         if self.quota:
             limits.unmount_quota(self.home)
             self.quota = False
         shutil.rmtree(self.home, ignore_errors=True)
 
     async def start(self) -> None:
-        parent, child = socket.socketpair()
-        argv = [sys.executable, "-m", "awm_engine.runtime.worker", "--fd", str(child.fileno())]
-        passed = [child.fileno()]
+        if self.lease is not None:  # a leased worker is replaced by one of this process's own
+            self.lease.close()
+            self.lease = None
+            self.home = self.own_home
         if self.channel is not None:
             self.channel.close()
             self.channel = None
-        inner = None
-        if self.wants_channel:
-            self.channel, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            self.channel.setblocking(False)  # a worker that does not read never blocks the parent
-            argv += ["--channel", str(inner.fileno())]
-            passed.append(inner.fileno())
         self._prepare_home()
         log = open(self.log_path, "ab")
-        self.sandbox = Sandbox(SandboxPolicy(writable=[str(self.home)], readable=self.readable,
-                                             memory_mb=default_memory_mb("worker"), max_procs=256),
-                               f"worker{self.index}")
         try:
-            self.proc = self.sandbox.popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                           cwd=str(self.home))
-        except BaseException:
-            parent.close()
-            raise
+            launched = launch_worker(self.index, self.home, self.readable, self.wants_channel, log)
         finally:
-            child.close()
-            if inner is not None:
-                inner.close()
             log.close()
-        reader, self._writer = await asyncio.open_connection(sock=parent, limit=protocol.LINE_LIMIT)
+        self.proc, self.sandbox, self.channel = launched.proc, launched.sandbox, launched.channel
+        await self._attach(launched.control)
+
+    async def adopt(self, lease: Any) -> None:
+        """Take over a worker a warm service started (``runtime.warm``): already running, imported and warmed up.
+        The service stays its parent and removes it, its sandbox and its directory when ``lease`` is closed."""
+        self.lease = lease
+        self.home = lease.home
+        self.proc, self.sandbox, self.channel = LeasedProcess(lease.pid, lease.pidfd), None, lease.channel
+        lease.copy_log(self.log_path)
+        await self._attach(lease.control)
+
+    async def _attach(self, control: socket.socket) -> None:
+        reader, self._writer = await asyncio.open_connection(sock=control, limit=protocol.LINE_LIMIT)
         self.alive = True
         self.generation += 1
         self.loaded.clear()
@@ -230,6 +236,87 @@ class WorkerProcess:
             except (OSError, asyncio.TimeoutError, TimeoutError):
                 pass
         self.kill()
+
+
+@dataclass
+class LaunchedWorker:
+    proc: subprocess.Popen
+    sandbox: Sandbox
+    control: socket.socket  # this side of the worker's protocol socket
+    channel: socket.socket | None  # this side of its descriptor channel (``awm env serve``), when asked for
+
+
+def launch_worker(index: int, home: Path, readable: list[str], channel: bool, output: Any) -> LaunchedWorker:
+    """Start one worker sandbox writing only ``home`` (its stdout and stderr to ``output``)."""
+    parent, child = socket.socketpair()
+    argv = [sys.executable, "-m", "awm_engine.runtime.worker", "--fd", str(child.fileno())]
+    passed = [child.fileno()]
+    ours = inner = None
+    if channel:
+        ours, inner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setblocking(False)  # a worker that does not read never blocks the parent
+        argv += ["--channel", str(inner.fileno())]
+        passed.append(inner.fileno())
+    sandbox = Sandbox(SandboxPolicy(writable=[str(home)], readable=readable, memory_mb=default_memory_mb("worker"),
+                                    max_procs=256), f"worker{index}")
+    try:
+        proc = sandbox.popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                             cwd=str(home))
+    except BaseException:
+        parent.close()
+        if ours is not None:
+            ours.close()
+        raise
+    finally:
+        child.close()
+        if inner is not None:
+            inner.close()
+    return LaunchedWorker(proc, sandbox, parent, ours)
+
+
+class LeasedProcess:
+    """The ``Popen`` face of a worker another process (the warm service) started: seen through a pidfd, killed with
+    its process group; its exit status is its parent's to collect (-1 here)."""
+
+    def __init__(self, pid: int, pidfd: int | None = None):
+        self.pid = pid
+        self.returncode: int | None = None
+        self._fd = pidfd  # from the service itself: never another process that got the pid later
+        if self._fd is None:
+            try:
+                self._fd = os.pidfd_open(pid)
+            except OSError:
+                self.returncode = -1
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._fd is not None:
+            import select
+
+            if select.select([self._fd], [], [], 0)[0]:
+                self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and self._fd is not None:
+            import select
+
+            if not select.select([self._fd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+            self._ended()
+        return self.returncode if self.returncode is not None else -1
+
+    def kill(self) -> None:
+        if self.poll() is None and self._fd is not None:
+            try:  # the sandbox's first process: everything inside dies with it (--die-with-parent, its pid namespace)
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+
+    def _ended(self) -> None:
+        self.returncode = -1
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 async def wait_for_exit(proc: subprocess.Popen) -> int:
@@ -487,9 +574,13 @@ class EnvPool:
                  workdir: Path | str | None = None, templates: TemplateCache | None = None,
                  log_path: Path | str | None = None, schema_check: str = "reference",
                  load_timeout: float | None = None, max_inflight: int = MAX_INFLIGHT, max_loaded: int = MAX_LOADED,
-                 spares: int | None = None, max_sandboxes: int = MAX_SANDBOXES, serve_channel: bool = False):
+                 spares: int | None = None, max_sandboxes: int = MAX_SANDBOXES, serve_channel: bool = False,
+                 warm: bool = False):
         self.n_workers = workers or 1  # sandboxes per scenario
         self.serve_channel = serve_channel  # workers get a descriptor channel (``awm env serve``: mcp_http)
+        # the first worker comes from the warm service when it has one ready (``runtime.warm``; awm env serve)
+        self.warm = warm
+        self._lease: Any = None
         self.n_spares = self.n_workers if spares is None else spares  # pre-started, not yet bound to a scenario
         self.max_sandboxes = max(max_sandboxes, self.n_workers)
         self._indexes = itertools.count()
@@ -529,6 +620,15 @@ class EnvPool:
 
     async def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.warm and self.serve_channel:
+            from awm_engine.runtime import warm
+
+            self._lease = await asyncio.to_thread(warm.take)
+            if self._lease is not None and not host.adopt_measurement(self._lease.protections):
+                self._lease.close()
+                self._lease = None
+            if self._lease is None:  # so that the next server finds one
+                await asyncio.to_thread(warm.ensure_service)
         host.warn_once()
         limits.sweep_stale_quota_mounts()  # first: a dead process's directories still have its workers' mounts
         await asyncio.to_thread(owned.sweep_dead_dirs)
@@ -542,8 +642,12 @@ class EnvPool:
         worker = WorkerProcess(i, log, self.workdir / f"w{i}", readable, channel=self.serve_channel)
         worker.inflight = asyncio.Semaphore(self.max_inflight)
         self.workers.append(worker)
+        lease, self._lease = (self._lease, None) if not readable else (None, self._lease)
         try:
-            await worker.start()
+            if lease is not None:
+                await worker.adopt(lease)
+            else:
+                await worker.start()
         except BaseException:
             self.workers.remove(worker)
             worker.kill()
@@ -605,6 +709,9 @@ class EnvPool:
         await asyncio.gather(*(w.stop() for w in self.workers))
         for worker in self.workers:
             worker.release_home()
+        if self._lease is not None:  # taken but never used
+            self._lease.close()
+            self._lease = None
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from awm_engine.sandbox import landlock, limits, seccomp
@@ -399,6 +399,22 @@ def protections(network: bool = False) -> Protections:
     if network not in _measured:
         _measured[network] = _measure(network)
     return _measured[network]
+
+
+def adopt_measurement(data: dict, network: bool = False) -> bool:
+    """Take the protections another awm process of this user measured with the same code and settings (the warm
+    service that started this process's worker, ``runtime.warm``) instead of probing again. False when ``data`` is
+    not a measurement."""
+    if network in _measured:
+        return True
+    try:
+        known = {f.name for f in fields(Protections)}
+        if not isinstance(data, dict) or not data or set(data) - known or not isinstance(data.get("off", {}), dict):
+            return False
+        _measured[network] = Protections(**data)
+    except TypeError:
+        return False
+    return True
 
 
 _warned = False

@@ -1,0 +1,430 @@
+"""A warm worker, ready before ``awm env serve`` asks: the cold start of a server without the sandbox's start.
+
+Starting a worker sandbox costs about a second (bubblewrap, Python, FastAPI, SQLAlchemy and pydantic imported, the
+warm-up environment loaded); measuring the host's protections costs half a second more. The first ``awm env serve``
+of a machine (of a user) starts this service, detached: it holds one such worker, unbound to any scenario, with the
+protections it measured. The next ``awm env serve`` takes it (``take``): it gets the worker's two sockets (its
+protocol and its descriptor channel), a pidfd, the read end of its output and the path of its directory, binds it
+to its scenario — one scenario per sandbox, as always — and the service starts the next spare. The service stays
+the worker's parent: when the server's lease (its connection to the service) closes, for whatever reason, the
+service kills the worker's sandbox and removes its directory and cgroups. With no lease and no request for
+``AWM_WARM_IDLE`` seconds (600) it stops with its spare.
+
+Only the same user can talk to it (a 0700 directory, ``SO_PEERCRED`` checked), and only a server started with the
+same code and sandbox settings takes its spare (``signature``); anything else starts its own worker as before.
+``AWM_WARM=0`` turns it off; ``AWM_WARM_DIR`` says where its socket lives (default ``<tmp>/awm-warm-<uid>``).
+"""
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENV_OFF = "AWM_WARM"
+ENV_DIR = "AWM_WARM_DIR"
+ENV_IDLE = "AWM_WARM_IDLE"
+IDLE = 600.0
+TAKE_TIMEOUT = 2.0  # seconds a server waits for the service's answer before starting its own worker
+SOCKET = "warm.sock"
+MESSAGE = 1 << 16
+# what a spare was started with must be what the taker would start it with: variables that change a sandbox
+_IGNORED = ("AWM_WARM", "AWM_CACHE_DIR", "AWM_SERVE_", "AWM_CONFIG_DIR")
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_OFF, "1") not in ("0", "false", "no", "off")
+
+
+def service_dir() -> Path:
+    return Path(os.environ.get(ENV_DIR) or Path(tempfile.gettempdir()) / f"awm-warm-{os.getuid()}")
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` as a directory of this user's alone (made 0700 when missing); ValueError when it is anything else
+    (a symlink, someone else's, open to others)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise ValueError(f"{path} is not a private directory of this user's")
+    return path
+
+
+def signature() -> str:
+    """The code and settings a spare depends on: this Python, awm's runtime and sandbox code, the AWM_* variables."""
+    from awm_engine.sandbox.view import PACKAGE_DIR
+
+    digest = hashlib.sha256()
+    digest.update(f"{os.path.realpath(sys.executable)}\0{PACKAGE_DIR}\0{os.geteuid()}\0".encode())
+    for sub in ("runtime", "sandbox"):
+        for path in sorted(Path(PACKAGE_DIR, sub).glob("*.py")):
+            st = path.stat()
+            digest.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    for name in sorted(os.environ):
+        if name.startswith("AWM_") and not name.startswith(_IGNORED):
+            digest.update(f"{name}={os.environ[name]}\0".encode())
+    return digest.hexdigest()
+
+
+# -- the server's side ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Lease:
+    """A worker taken from the service. Closing it hands the worker back to be killed and removed."""
+
+    sock: socket.socket
+    control: socket.socket
+    channel: socket.socket
+    output: int  # the read end of the worker's stdout/stderr
+    pidfd: int
+    pid: int
+    home: Path
+    protections: dict[str, Any]
+    _log: threading.Thread | None = None
+
+    def copy_log(self, path: Path) -> None:
+        """The worker's output from now on goes into ``path`` (within the sandbox log cap)."""
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._log = threading.Thread(target=_copy_capped, args=(self.output, out), name="awm-warm-log", daemon=True)
+        self._log.start()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self._log is None:
+            with contextlib.suppress(OSError):
+                os.close(self.output)
+
+
+LOG_CAP = 16 << 20  # bytes of a worker's output kept in its log
+
+
+def _copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
+    """Copy a worker's output into its log, keeping at most ``cap`` bytes in the file; the rest is read and dropped
+    (the worker never blocks on a full pipe)."""
+    try:
+        room = cap - os.fstat(out_fd).st_size
+        while True:
+            block = os.read(read_fd, 1 << 16)
+            if not block:
+                return
+            if room > 0:
+                view = memoryview(block[:room])
+                room -= len(view)
+                while view:
+                    view = view[os.write(out_fd, view):]
+    except OSError:
+        return
+    finally:
+        os.close(read_fd)
+        os.close(out_fd)
+
+
+def take(timeout: float = TAKE_TIMEOUT) -> Lease | None:
+    """The service's spare worker, or None (no service, another signature, no spare ready, turned off)."""
+    if not enabled():
+        return None
+    try:
+        path = _private_dir(service_dir()) / SOCKET
+    except (OSError, ValueError):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fds: list[int] = []
+    try:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall(json.dumps({"op": "take", "signature": signature()}).encode() + b"\n")
+        data, fds, _, _ = socket.recv_fds(sock, MESSAGE, 4, socket.MSG_CMSG_CLOEXEC)
+        answer = json.loads(data.decode()) if data else {}
+        if answer.get("why") == "signature":  # a stale service: it stops; let it go before a new one starts
+            deadline = time.monotonic() + 10
+            while path.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        if not answer.get("ok") or len(fds) != 4:
+            raise ValueError(answer.get("why") or "no spare")
+        sock.settimeout(None)
+        control, channel, output, pidfd = fds
+        return Lease(sock, socket.socket(fileno=control), socket.socket(fileno=channel), output, pidfd,
+                     int(answer["pid"]), Path(answer["home"]), answer.get("protections") or {})
+    except (OSError, ValueError, KeyError, TypeError):
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        sock.close()
+        return None
+
+
+def ensure_service() -> None:
+    """Start the service if none answers (detached; it outlives this process). Never raises: a server works without
+    it, only slower to start."""
+    if not enabled():
+        return
+    try:
+        path = _private_dir(service_dir()) / SOCKET
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            if probe.connect_ex(str(path)) == 0:
+                return
+        from awm_engine.sandbox.environment import scrubbed_env
+        from awm_engine.sandbox.launcher import PACKAGE_PARENT
+
+        env = scrubbed_env({"PYTHONPATH": PACKAGE_PARENT})  # no keys: the service never needs one
+        env.update({k: v for k, v in os.environ.items() if k.startswith("AWM_") and not k.startswith("AWM_SERVE_")})
+        subprocess.Popen([sys.executable, "-m", "awm_engine.runtime.warm", "--serve"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                         env=env, cwd="/")
+    except (OSError, ValueError):
+        pass
+
+
+def stop_service(timeout: float = 30.0) -> bool:
+    """Ask the service to stop (its spare is removed); True once it has (tests, and ``awm doctor`` clean-ups)."""
+    try:
+        path = service_dir() / SOCKET
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(path))
+            sock.sendall(b'{"op": "stop"}\n')
+            return sock.recv(MESSAGE).startswith(b'{"ok": true')
+    except OSError:
+        return False
+
+
+# -- the service ------------------------------------------------------------------------------------------------
+
+
+class Service:
+    def __init__(self, where: Path, idle: float):
+        self.where = where
+        self.idle = idle
+        self.signature = signature()
+        self.spare: Any = None  # a started WorkerProcess (raw: nobody reads its protocol here)
+        self.starting: asyncio.Task | None = None
+        self.leases: set[asyncio.Task] = set()
+        self.last_activity = time.monotonic()
+        self.stopping = asyncio.Event()
+        self.count = 0
+
+    async def run(self) -> None:
+        from awm_engine.sandbox import host, limits, owned
+
+        host.protections()  # measured once, handed to every taker
+        limits.sweep_stale_quota_mounts()
+        owned.sweep_dead_dirs()
+        path = self.where / SOCKET
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        server = await asyncio.start_unix_server(self._client, path=str(path))
+        os.chmod(path, 0o600)
+        self._replenish()
+        try:
+            while not self.stopping.is_set():
+                with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), 5.0)
+                if not self.leases and time.monotonic() - self.last_activity > self.idle:
+                    break
+        finally:
+            server.close()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            if self.starting is not None:
+                self.starting.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.starting
+            for task in list(self.leases):
+                task.cancel()
+            if self.spare is not None:
+                self._end(self.spare)
+
+    def _replenish(self) -> None:
+        if self.spare is None and (self.starting is None or self.starting.done()) and not self.stopping.is_set():
+            self.starting = asyncio.create_task(self._start_spare())
+
+    async def _start_spare(self) -> None:
+        from awm_engine.runtime.pool import WorkerProcess, launch_worker
+
+        self.count += 1
+        worker = WorkerProcess(self.count, self.where / "unused.log", self.where / "spares" / f"w{self.count}",
+                               channel=True)
+        worker.control = worker.output = None
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        try:
+            worker._prepare_home()
+            launched = launch_worker(worker.index, worker.home, [], True, write_end)
+            worker.proc, worker.sandbox = launched.proc, launched.sandbox
+            worker.control, worker.channel, worker.output = launched.control, launched.channel, read_end
+            read_end = -1
+            # ready when it answers a ping (imported and warmed up)
+            loop = asyncio.get_running_loop()
+            launched.control.setblocking(False)
+            await loop.sock_sendall(launched.control, b'{"id": 0, "op": "ping"}\n')
+            answer = b""
+            while not answer.endswith(b"\n"):
+                chunk = await asyncio.wait_for(loop.sock_recv(launched.control, 4096), 300)
+                if not chunk:
+                    raise OSError("the spare exited while starting")
+                answer += chunk
+            launched.control.setblocking(True)
+        except BaseException as exc:  # a failure, or the service stopping meanwhile: nothing of it stays
+            _log(f"spare {worker.index} did not start: {exc!r}")
+            self._end(worker)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        finally:
+            os.close(write_end)
+            if read_end >= 0:
+                os.close(read_end)
+        self.spare = worker
+        _log(f"spare {worker.index} ready (pid {worker.proc.pid})")
+
+    def _end(self, worker: Any) -> None:
+        for sock in (worker.control, worker.channel):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+        if worker.output is not None:
+            with contextlib.suppress(OSError):
+                os.close(worker.output)
+            worker.output = None
+        if worker.proc is not None:
+            from awm_engine.sandbox.launcher import kill_tree
+
+            kill_tree(worker.proc)
+        if worker.sandbox is not None:
+            worker.sandbox.cleanup()
+        worker.release_home()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            pid, uid, gid = array.array("i", creds)
+            if uid != os.getuid():
+                return
+            line = await asyncio.wait_for(reader.readline(), 10)
+            request = json.loads(line or b"{}")
+        except (OSError, ValueError, asyncio.TimeoutError, TimeoutError):
+            writer.close()
+            return
+        self.last_activity = time.monotonic()
+        op = request.get("op") if isinstance(request, dict) else None
+        if op == "stop":
+            self.stopping.set()
+            writer.write(b'{"ok": true}\n')
+            await writer.drain()
+            writer.close()
+            return
+        if op != "take":
+            writer.close()
+            return
+        if request.get("signature") != self.signature:  # other code or settings: this service is stale
+            with contextlib.suppress(FileNotFoundError):  # gone at once: the taker starts the next service
+                (self.where / SOCKET).unlink()
+            self.stopping.set()
+            writer.write(json.dumps({"ok": False, "why": "signature"}).encode())
+            await writer.drain()
+            writer.close()
+            return
+        worker, self.spare = self.spare, None
+        _log(f"take: {'spare ' + str(worker.index) if worker else 'no spare'}"
+             f"{' (exited)' if worker is not None and worker.proc.poll() is not None else ''}")
+        if worker is None or worker.proc.poll() is not None:
+            if worker is not None:
+                self._end(worker)
+            writer.write(json.dumps({"ok": False, "why": "no spare ready"}).encode())
+            await writer.drain()
+            writer.close()
+            self._replenish()
+            return
+        from awm_engine.sandbox import host
+
+        answer = {"ok": True, "pid": worker.proc.pid, "home": str(worker.home),
+                  "protections": host.protections().to_dict()}
+        pidfd = os.pidfd_open(worker.proc.pid)
+        raw = socket.socket(fileno=os.dup(sock.fileno()))  # asyncio's wrapper has no sendmsg
+        try:
+            socket.send_fds(raw, [json.dumps(answer).encode()],
+                            [worker.control.fileno(), worker.channel.fileno(), worker.output, pidfd])
+        except OSError as exc:
+            _log(f"take: could not hand spare {worker.index} over: {exc}")
+            self._end(worker)
+            writer.close()
+            self._replenish()
+            return
+        finally:
+            os.close(pidfd)
+            raw.close()
+        for handed in (worker.control, worker.channel):
+            handed.close()
+        os.close(worker.output)
+        worker.control = worker.channel = worker.output = None
+        self._replenish()
+        task = asyncio.current_task()
+        self.leases.add(task)
+        try:
+            await reader.read()  # until the server closes its lease (or dies)
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self.leases.discard(task)
+            self.last_activity = time.monotonic()
+            self._end(worker)
+            writer.close()
+
+
+_log_file: Any = None
+LOG_LIMIT = 1 << 20  # bytes of the service's own log (warm.log in its directory)
+
+
+def _log(text: str) -> None:
+    if _log_file is not None and _log_file.tell() < LOG_LIMIT:
+        _log_file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+        _log_file.flush()
+
+
+def serve(idle: float | None = None) -> int:
+    """The service's process: one per user and directory (a lock), until idle or stopped."""
+    where = _private_dir(service_dir())
+    lock = os.open(where / "warm.lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + 30  # a stale service may still be removing its spare
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.monotonic() > deadline or (where / SOCKET).exists():
+                return 0  # another service runs here
+            time.sleep(0.1)
+    from awm_engine.sandbox.host import harden_parent
+
+    harden_parent()
+    global _log_file
+    _log_file = open(where / "warm.log", "a", encoding="utf-8")
+    _log(f"service started (pid {os.getpid()})")
+    idle = float(os.environ.get(ENV_IDLE) or IDLE) if idle is None else idle
+    asyncio.run(Service(where, idle).run())
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        sys.exit(serve())
+    sys.exit(2)

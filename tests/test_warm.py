@@ -1,0 +1,152 @@
+"""The warm service (``runtime.warm``): the first ``awm env serve`` leaves a worker ready, the next takes it (its
+cold start without a sandbox's start), nothing of a taken worker outlives its server, and nothing but the same
+user's server with the same code and settings can take one."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from awm_engine.runtime import warm
+from awm_engine.runtime.ports import free_port
+from tests.test_mcp_serve import wait_for_port
+
+SCENARIO = "maple_library_lending"
+H = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def until(condition, what: str, deadline: float = 180.0) -> None:
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def service_dir(tmp_path, monkeypatch):
+    where = tmp_path / "warm"
+    monkeypatch.setenv("AWM_WARM", "1")
+    monkeypatch.setenv("AWM_WARM_DIR", str(where))
+    yield where
+    warm.stop_service()
+    until(lambda: not (where / "warm.sock").exists(), "the service to stop")
+    until(lambda: not list((where / "spares").glob("*")) if (where / "spares").exists() else True,
+          "the spares to go")
+
+
+def log(where: Path) -> str:
+    return (where / "warm.log").read_text() if (where / "warm.log").exists() else ""
+
+
+def serve(tmp_path, name: str, extra_env: dict | None = None):
+    port = free_port()
+    out = tmp_path / name
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario", SCENARIO, "--port",
+                             str(port), "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(extra_env or {})})
+    wait_for_port(port, proc)
+    until(lambda: (out / "session.json").exists(), "the session")
+    return proc, port, out
+
+
+def stop(proc) -> str:
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=120)[1].decode()
+
+
+def call(port: int, tool: str, arguments: dict) -> str:
+    url = f"http://127.0.0.1:{port}/mcp"
+    with httpx.Client(timeout=60) as client:
+        init = client.post(url, headers=H, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        answer = client.post(url, headers={**H, "mcp-session-id": init.headers["mcp-session-id"]},
+                             json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                   "params": {"name": tool, "arguments": arguments}})
+    return answer.json()["result"]["content"][0]["text"]
+
+
+def test_a_server_takes_the_warm_worker_the_previous_one_left(tmp_path, service_dir):
+    first, port, out = serve(tmp_path, "first")
+    try:
+        assert json.loads((out / "session.json").read_text())["worker"] == "own"  # nothing was warm yet
+    finally:
+        stop(first)
+    until(lambda: "ready" in log(service_dir), "a spare")
+    second, port, out = serve(tmp_path, "second")
+    try:
+        session = json.loads((out / "session.json").read_text())
+        assert session["worker"] == "warm"
+        assert session["sandbox"]["namespaces"] is True  # the service's measurement, handed over
+        assert '"branches"' in call(port, "list_branches", {})
+        leased = [p for p in (service_dir / "spares").iterdir()]
+        assert leased  # the worker's directory is the service's
+    finally:
+        err = stop(second)
+    assert "stopped; databases in" in err
+    with __import__("sqlite3").connect(out / "final.db") as db:  # the databases came out of the leased directory
+        assert db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
+    assert (out / "server.log").exists()
+    taken = [line for line in log(service_dir).splitlines() if line.split()[-2:-1] == ["spare"] or "take: spare" in line]
+    assert taken
+    # the leased worker's directory goes once its server is gone (the next spare's stays)
+    until(lambda: len(list((service_dir / "spares").iterdir())) <= 1, "the leased directory to go")
+
+
+def test_a_server_started_with_other_settings_does_not_take_it(tmp_path, service_dir):
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    proc, port, out = serve(tmp_path, "other", {"AWM_SANDBOX_LOG_MB": "7"})
+    try:
+        assert json.loads((out / "session.json").read_text())["worker"] == "own"
+    finally:
+        stop(proc)
+    # the stale service stopped; the server started one with its own settings in its place
+    until(lambda: log(service_dir).count("service started") == 2, "a service with the new settings")
+
+
+def test_the_service_lives_in_a_private_directory(tmp_path, monkeypatch):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)
+    with pytest.raises(ValueError):
+        warm._private_dir(open_dir)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    with pytest.raises(ValueError):
+        warm._private_dir(link)
+    made = warm._private_dir(tmp_path / "fresh")
+    assert made.stat().st_mode & 0o777 == 0o700
+    monkeypatch.setenv("AWM_WARM", "1")
+    monkeypatch.setenv("AWM_WARM_DIR", str(open_dir))
+    assert warm.take() is None  # never talks to a socket in a directory others could write
+
+
+def test_another_user_cannot_take_a_worker(tmp_path, service_dir):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    warm.ensure_service()
+    until(lambda: (service_dir / "warm.sock").exists(), "the service")
+    pid = os.fork()
+    if pid == 0:  # another user: the directory is closed to it, and the service checks the peer's uid anyway
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                try:
+                    s.connect(str(service_dir / "warm.sock"))
+                    os._exit(1)
+                except OSError:
+                    os._exit(0)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
