@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -145,9 +146,15 @@ def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> di
                         and t.name.split("_", 1)[0] in ("get", "list", "search"))
         calls = asyncio.run(session_calls(url, tool, args.calls))
         rss = tree_rss_mb(proc.pid)
+        warm = False
+        if kind == "awm":  # a worker taken from the warm service is that service's child: counted here all the same
+            session = json.loads(next(work.glob(f"awm_{port}/session.json")).read_text())
+            warm = session.get("worker") == "warm"
+            if warm:
+                rss += tree_rss_mb(session["worker_pid"])
     finally:
         stop(proc)
-    return {"cold": cold, "calls": calls, "rss": rss, "tool": tool}
+    return {"cold": cold, "calls": calls, "rss": rss, "tool": tool, "warm": warm}
 
 
 def p95(xs: list[float]) -> float:
@@ -171,6 +178,20 @@ def main() -> int:
               f"  python3 -m venv {args.baseline_venv} && {args.baseline_venv}/bin/pip install fastapi-mcp==0.4.0 "
               "mcp==1.26.0 uvicorn sqlalchemy", file=sys.stderr)
         return 2
+    # the warm service (runtime.warm) of this run only: started by the first awm server, stopped at the end
+    warm_dir = tempfile.mkdtemp(prefix="serve_bench_warm_")
+    os.environ["AWM_WARM_DIR"] = warm_dir
+    os.environ.pop("AWM_WARM", None)
+    try:
+        return run(args)
+    finally:
+        from awm_engine.runtime import warm
+
+        warm.stop_service()
+        shutil.rmtree(warm_dir, ignore_errors=True)
+
+
+def run(args) -> int:
     catalog = Catalog.load(args.data or None)
     scenario = catalog.get(args.scenario) if args.scenario else next(iter(catalog))
     results: dict[str, list[dict]] = {"reference": [], "awm": []}
@@ -187,7 +208,7 @@ def main() -> int:
                 results[kind].append(res)
                 print(f"  round {r + 1} {kind:9}: cold {res['cold'] * 1000:7.0f} ms  call median "
                       f"{statistics.median(res['calls']) * 1000:6.2f} ms  p95 {p95(res['calls']) * 1000:6.2f} ms  "
-                      f"rss {res['rss']:6.1f} MB", flush=True)
+                      f"rss {res['rss']:6.1f} MB{'  (warm worker)' if res['warm'] else ''}", flush=True)
     summary = {}
     for kind, rs in results.items():
         calls = [c for r in rs for c in r["calls"]]

@@ -192,6 +192,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                        "template": episode.template, "started": time.time(),
                        # the worker: taken ready from the warm service (runtime.warm), or started by this server
                        "worker": "warm" if episode.worker.lease is not None else "own",
+                       "worker_pid": episode.worker.proc.pid,
                        # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
                        # layer)
                        "sandbox": protections().to_dict()}
