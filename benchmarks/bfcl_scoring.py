@@ -30,11 +30,9 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from awm_engine.bench.bfcl import data, ground_truth, wheel  # noqa: E402
 from awm_engine.bench.bfcl.bfcl_files import error_type  # noqa: E402
 from awm_engine.bench.bfcl.categories import CATEGORIES  # noqa: E402
+from benchmarks._sidebyside import fmt, timed  # noqa: E402
 
 # bfcl-eval's runner() with the stand-ins a minimal install needs; argv: project root, result dir, score dir,
 # {model: is_fc}
@@ -241,17 +240,6 @@ def official_venv(path: Path) -> Path:
 
 # -- timing and verdicts -----------------------------------------------------------------------------
 
-def timed(cmd: list[str], env: dict[str, str], stdout) -> dict[str, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd[:4])} … failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return {"wall_s": wall, "user_s": after.ru_utime - before.ru_utime, "sys_s": after.ru_stime - before.ru_stime}
-
-
 def official_verdicts(score_dir: Path, result_dir: Path) -> dict[tuple[str, str], tuple[bool, str | None]]:
     """(model, id) -> (valid, error type) from the official score files (failed entries are listed; every
     other entry of the result files is valid)."""
@@ -266,11 +254,6 @@ def official_verdicts(score_dir: Path, result_dir: Path) -> dict[tuple[str, str]
             failed = json.loads(line)
             verdicts[(model, failed["id"])] = (False, error_type(failed))
     return verdicts
-
-
-def fmt(t: dict[str, float]) -> str:
-    minutes, seconds = divmod(t["wall_s"], 60)
-    return f"{int(minutes)}:{seconds:04.1f} (user {t['user_s']:.0f} s, sys {t['sys_s']:.0f} s)"
 
 
 def main() -> None:

@@ -273,6 +273,10 @@ def test_score_a_tau2_results_file(tmp_path, capsys):
     assert any("simulation #7" in p for p in result["problems"])
     # tasks in the file win over the data directory's (the file's task 1 asks the agent to say 255)
     assert rows["s4"]["reward_breakdown"]["COMMUNICATE"] == 1.0
+    # every check's outcome, in order: s1 made the first of its two gold calls only; s5 never said 255
+    assert rows["s1"]["checks"] == {"env_assertions": [], "actions": [True, False], "communicate": []}
+    assert rows["s5"]["checks"]["communicate"] == [False] and rows["s4"]["checks"]["communicate"] == [True]
+    assert rows["s2"]["checks"] == {"env_assertions": [], "actions": [], "communicate": []}  # max_steps: none run
     assert awm(["bench", "tau2", "score", str(path), "--tau2-data", str(FIXTURE)]) == 0
     assert "agree 4/5" in capsys.readouterr().out
     bad = tmp_path / "bad.json"

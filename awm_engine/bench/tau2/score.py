@@ -64,6 +64,14 @@ def recorded_reward(simulation: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def check_outcomes(info) -> dict[str, list[bool]]:
+    """Each check's outcome in order: the environment assertions met, the gold actions matched, the
+    communicate strings found (empty where the component was not evaluated)."""
+    return {"env_assertions": [bool(a.get("met")) for a in info.env_assertions or []],
+            "actions": [bool(c.get("action_match")) for c in info.action_checks or []],
+            "communicate": [bool(c.get("met")) for c in info.communicate_checks or []]}
+
+
 def simulation_problem(sim: dict[str, Any]) -> str | None:
     """Why a simulation of the file cannot be scored as τ² would read it (None when its shape is right): the
     messages a list of objects with a role, tool calls with a name and an object of arguments, a termination
@@ -140,7 +148,7 @@ async def score_file(path: Path | str, tau2_data: Tau2Data, domain: str | None =
                 row.update(status="error", error=f"the messages cannot be replayed: {exc}")
             else:
                 row.update(reward=info.reward, reward_breakdown=info.reward_breakdown, not_scored=info.not_scored,
-                           db_match=(info.db_check or {}).get("db_match"))
+                           db_match=(info.db_check or {}).get("db_match"), checks=check_outcomes(info))
                 if row["recorded_reward"] is not None and info.reward is not None:
                     row["agree"] = is_success(row["recorded_reward"]) == is_success(info.reward)
         rows.append(row)
