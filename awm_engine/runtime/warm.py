@@ -67,15 +67,15 @@ def _private_dir(path: Path) -> Path:
 
 
 def signature() -> str:
-    """The code and settings a spare depends on: this Python, awm's runtime and sandbox code, the AWM_* variables."""
+    """The code and settings a spare depends on: this Python, awm's code (its files' sizes and times), the AWM_*
+    variables."""
     from awm_engine.sandbox.view import PACKAGE_DIR
 
     digest = hashlib.sha256()
     digest.update(f"{os.path.realpath(sys.executable)}\0{PACKAGE_DIR}\0{os.geteuid()}\0".encode())
-    for sub in ("runtime", "sandbox"):
-        for path in sorted(Path(PACKAGE_DIR, sub).glob("*.py")):
-            st = path.stat()
-            digest.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    for path in sorted(Path(PACKAGE_DIR).rglob("*.py")):  # any of awm's code a worker may run
+        st = path.stat()
+        digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     for name in sorted(os.environ):
         if name.startswith("AWM_") and not name.startswith(_IGNORED):
             digest.update(f"{name}={os.environ[name]}\0".encode())
