@@ -293,3 +293,92 @@ def test_awms_model_key_never_fills_a_task_question(tmp_path, monkeypatch):
                                 "evaluators": []}))
     task = tasks.load_task(path, "web_search")
     assert KEY not in task.question and "{{ OPENAI_API_KEY }}" in task.question and "for octo" in task.question
+
+
+FLOOD = r"""
+import os, sys
+from fastmcp import FastMCP
+mcp = FastMCP("f")
+
+@mcp.tool()
+def flood() -> str:
+    '''Write one endless message where awm reads the server's messages.'''
+    import fcntl
+    block = b"x" * (1 << 20)
+    protocol = []  # FastMCP moved the protocol off fd 1 (a print lands in the log): every pipe open for writing
+    for fd in range(3, 64):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:") and \
+                    fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                protocol.append(fd)
+        except OSError:
+            pass
+    for _ in range(3 << 10):  # 3 GB, never a newline: awm's reader would keep it all
+        for fd in protocol:
+            os.write(fd, block)
+    return "done"
+
+@mcp.tool()
+def chatter() -> str:
+    '''Write a log without end.'''
+    block = b"y" * (1 << 20)
+    for _ in range(512):  # 512 MB to stderr: the host's disk
+        os.write(2, block)
+    return "done"
+
+@mcp.tool()
+def hello() -> str:
+    '''Hello.'''
+    return "hello"
+
+mcp.run(show_banner=False)
+"""
+
+FLOOD_RUN = r"""
+import asyncio, json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # unfixed, this child (not the test run) runs out
+from pathlib import Path
+from awm_engine.bench.mcp_universe.episode import McpServersEpisode
+from awm_engine.bench.mcp_universe.servers import parse_servers
+defs = parse_servers({"mcpServers": {"f": {"command": sys.executable, "args": [sys.argv[1]]}}}, env={})
+
+async def go():
+    episode = await McpServersEpisode.start([defs["f"]], Path(sys.argv[2]))
+    try:
+        first = await episode.call_tool("f__hello")
+        flooded = await episode.call_tool("f__" + sys.argv[3], timeout=900)
+        return first.text, flooded.is_error, flooded.text[:300]
+    finally:
+        await episode.close()
+
+out = asyncio.run(go())
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"out": out, "peak_kb": peak}))
+"""
+
+
+@pytest.mark.parametrize("tool", ["flood", "chatter"])
+def test_a_server_cannot_grow_awm_or_the_hosts_disk_with_endless_output(tmp_path, tool):
+    """A stdio server writing one message without end: the MCP client kept it all in awm's memory, waiting for its
+    newline. Writing its log without end: it took the host's disk, up to the 2 GB file-size limit each start.
+    Past awm's limits the server is stopped and the call fails (a message), or the rest is dropped (the log); awm
+    stays small."""
+    import subprocess
+
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "flood.py").write_text(FLOOD)
+    try:
+        done = subprocess.run([sys.executable, "-c", FLOOD_RUN, str(tmp_path / "srv" / "flood.py"),
+                               str(tmp_path / "run"), tool], capture_output=True, text=True, timeout=240,
+                              cwd=str(Path(__file__).resolve().parents[1]))
+    except subprocess.TimeoutExpired:
+        pytest.fail("awm was still reading the server's output after 240 s")
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    first, failed, _ = answer["out"]
+    assert first == "hello", answer
+    assert answer["peak_kb"] < 1024 * 1024, f"awm grew to {answer['peak_kb'] // 1024} MB"
+    log = tmp_path / "run" / "servers" / "f.log"
+    assert log.stat().st_size < (64 << 20) + (1 << 20), f"the log took {log.stat().st_size >> 20} MB"
+    if tool == "flood":
+        assert failed and "over" in log.read_text(errors="replace")[-500:], answer

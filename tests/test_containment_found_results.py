@@ -243,3 +243,36 @@ def test_every_line_the_writer_wrote_reads_back_from_any_stack_depth(tmp_path):
         assert index.order == written + ["after"], (frames, index.order)
         assert _at_depth(frames, lambda: index.record(written[-1]))["id"] == written[-1]
     assert _at_depth(60, lambda: compact(path, lambda s: s.get("status") == "ok")) == len(written) + 1
+
+
+@needs_wheel
+def test_a_multi_turn_answer_cannot_grow_awm_with_its_calls_results(tmp_path, capsys):
+    """The model's call returns a huge string (its own code makes it): each step's results went whole into awm's
+    memory, the next request to the model and the record — 50 MB a step took a run to gigabytes. What a step's
+    calls return is kept up to 1 MB (honest BFCL results are at most ~32 KB a call), saying what was cut; the
+    verdict, which executes the calls again in the sandbox, does not read it."""
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+    from awm_engine.bench.bfcl import data
+    from awm_engine.cli import main as awm
+
+    STEP_CHARS = 1_000_000
+    entry = data.entries("multi_turn_base")[0]
+    question = next(m["content"] for m in entry.prompt["question"][0] if m["role"] == "user")
+    code = "f = lambda *a, **k: 'x' * 5_000_000"
+    call = f"(lambda ns: (exec(bytes.fromhex('{code.encode().hex()}').decode(), ns), ns['f'])[1])({{}})"
+    steps = 3
+    script = {"rules": [{"match": question, "responses": [{"tool_calls": [{"name": call, "arguments": "{}"}]}] * steps
+                         + [{"content": "Done."}]}], "responses": [{"content": "Done."}]}
+    out = tmp_path / "run"
+    with FakeLLMServer(script) as llm:
+        awm(["bench", "bfcl", "run", "--model", "m", "--base-url", llm.url, "--mode", "fc", "--entries", entry.id,
+             "--out", str(out), "--quiet"])
+        sent = [m for r in llm.requests for m in r["messages"] if m.get("role") == "tool"]
+    capsys.readouterr()
+    assert sent and max(len(m["content"]) for m in sent) <= STEP_CHARS + 200, max(len(m["content"]) for m in sent)
+    assert "cut by awm" in sent[-1]["content"]
+    record = read_records(out / "results.jsonl")[0]
+    assert record["status"] == "ok" and record["valid"] is False
+    # the calls' results twice (the messages, the steps), the official verdict's texts and the states view, each
+    # bounded: 15 MB of results made a 45 MB line, and it grew with what the calls returned
+    assert (out / "results.jsonl").stat().st_size < 2 * steps * (STEP_CHARS + 1000) + 2 * 2_000_000 + 1_000_000

@@ -30,6 +30,7 @@ from awm_engine.bench.bfcl import data, prompting, scores, wheel
 from awm_engine.bench.bfcl.bfcl_files import error_type as verdict_error_type
 from awm_engine.bench.bfcl.bfcl_files import export_results
 from awm_engine.bench.bfcl.categories import CATEGORIES, DATA_NOTE
+from awm_engine.bench.bfcl.checker import ENTRY_CHARS, cut_results
 from awm_engine.bench.bfcl.ground_truth import GroundTruthPolicy
 from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
 from awm_engine.data.jsonl import dumps_text
@@ -143,6 +144,7 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
     usage: dict[str, int] = {}
     force_quit = False
     broken: CheckerError | None = None  # the checker failed on the model's answer: that is the entry's verdict
+    budget = ENTRY_CHARS  # what the entry's call results may still take in memory, the record and the requests
     for index, question in enumerate(entry.prompt["question"]):
         added = []
         if str(index) in holdout:  # miss_func: the held-out docs arrive now
@@ -170,6 +172,9 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
                     if not exc.answered:
                         raise
                     broken, step = exc, {"decoded": None, "decode_error": str(exc)}
+            if step.get("decoded") is not None:
+                step["results"], used = cut_results(step.get("results") or [], budget)
+                budget -= used
             steps.append({"raw": raw, **step})
             if step.get("decoded") is None:
                 break  # no call: the turn is over

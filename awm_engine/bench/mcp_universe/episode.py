@@ -4,7 +4,8 @@ Each server is started through awm's sandbox (``Sandbox(SandboxPolicy(network=Tr
 variables it declares on top of the sandbox's allow-list: a stdio server is the sandboxed command talking
 over its pipes; a streamable-HTTP server is reached at its ``url`` (when it also has a ``command``, that command
 is started in the sandbox first and awaited on its port). A server writes only its private ``/tmp``: nothing of
-the run directory, where awm writes its log (``servers/<name>.log``, opened without following a symlink). Besides
+the run directory, where awm writes its log (``servers/<name>.log``, opened without following a symlink). Its pipes
+go through awm's relay (``relay.py``): a message over ``MESSAGE_LIMIT`` stops it, its log keeps ``LOG_LIMIT``. Besides
 the system it reads the paths its command line and ``cwd`` name (``server_paths``), unless one is in a protected
 place — ``/`` or a top-level folder, the host's ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/run``, ``/var``,
 ``/boot``, a home directory or a hidden entry of one (``~/.ssh``, ``~/.config`` …), awm's configuration and cache,
@@ -19,6 +20,7 @@ import os
 import shutil
 import socket
 import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,15 @@ from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree
 
 SEP = "__"
 NO_AS_LIMIT = ("npx", "node", "docker", "uvx")  # V8 and the docker client reserve more address space than 2 GB
+RELAY = str(Path(__file__).with_name("relay.py"))
+MESSAGE_LIMIT = 16 << 20  # the longest MCP message a stdio server may send awm (a page snapshot is a few MB;
+# the MCP client copies a line it is reading for every piece that arrives: 16 MB costs seconds, 64 MB a minute)
+LOG_LIMIT = 64 << 20  # what a server's log may take on the host's disk
+
+
+def _relayed(argv: list[str], messages: bool) -> list[str]:
+    """``argv`` (the sandboxed server) behind awm's relay (``relay.py``): its messages and its log bounded."""
+    return [sys.executable, "-I", RELAY, str(MESSAGE_LIMIT if messages else 0), str(LOG_LIMIT), "--", *argv]
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -170,6 +181,7 @@ class ServerConnection:
             command = shutil.which(s.command) or s.command
             self.sandbox = Sandbox(_policy(s), f"mcp_{s.name}")
             argv, env = self.sandbox.command([command, *s.args], cwd=s.cwd or None)
+            argv = _relayed(argv, messages=True)
             self.log = _open_log(self.log_dir, f"{s.name}.log")
             transport = StdioTransport(argv[0], argv[1:], env=env, cwd="/", keep_alive=False, log_file=self.log)
         else:
@@ -188,8 +200,10 @@ class ServerConnection:
         self.sandbox = Sandbox(_policy(s), f"mcp_{s.name}")
         log = _open_log(self.log_dir, f"{s.name}.log")
         try:
-            self.proc = self.sandbox.popen([shutil.which(s.command) or s.command, *s.args], cwd=s.cwd or None,
-                                           stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            argv, env = self.sandbox.command([shutil.which(s.command) or s.command, *s.args], cwd=s.cwd or None)
+            self.proc = self.sandbox.proc = subprocess.Popen(  # the relay bounds its log (and ends with it)
+                _relayed(argv, messages=False), env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True)
         finally:
             log.close()
         parsed = urlparse(s.url)
