@@ -382,3 +382,61 @@ def test_a_server_cannot_grow_awm_or_the_hosts_disk_with_endless_output(tmp_path
     assert log.stat().st_size < (64 << 20) + (1 << 20), f"the log took {log.stat().st_size >> 20} MB"
     if tool == "flood":
         assert failed and "over" in log.read_text(errors="replace")[-500:], answer
+
+
+ENDLESS_HTTP = r"""
+import asyncio, json, resource, socket, sys, threading
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # unfixed, this child (not the test run) runs out
+from pathlib import Path
+from awm_engine.bench.mcp_universe.episode import McpServersEpisode
+from awm_engine.bench.mcp_universe.servers import parse_servers
+from awm_engine.runtime.episode import EnvLoadError
+
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))  # a listener of the test's own: an HTTP server answering without end
+listener.listen()
+
+def serve():
+    conn, _ = listener.accept()
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"jsonrpc\": \"2.0\", \"x\": \"")
+    block = b"x" * (1 << 20)
+    try:
+        for _ in range(3 << 10):
+            conn.sendall(block)
+    except OSError:
+        pass
+    conn.close()
+
+threading.Thread(target=serve, daemon=True).start()
+url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+defs = parse_servers({"mcpServers": {"h": {"url": url}}}, env={})
+
+async def go():
+    try:
+        episode = await McpServersEpisode.start([defs["h"]], Path(sys.argv[1]), timeout=600)
+    except EnvLoadError as exc:
+        return str(exc)[:300]
+    await episode.close()
+    return "started"
+
+out = asyncio.run(go())
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"out": out, "peak_kb": peak}))
+"""
+
+
+def test_an_http_server_cannot_grow_awm_with_an_endless_response(tmp_path):
+    """A streamable-HTTP server answering with a JSON body without end: the MCP client read it whole into awm's
+    memory. Past awm's limit the response is not read; the server does not start."""
+    import subprocess
+
+    try:
+        done = subprocess.run([sys.executable, "-c", ENDLESS_HTTP, str(tmp_path / "run")], capture_output=True,
+                              text=True, timeout=240, cwd=str(Path(__file__).resolve().parents[1]))
+    except subprocess.TimeoutExpired:
+        pytest.fail("awm was still reading the server's response after 240 s")
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["out"] != "started", answer
+    assert answer["peak_kb"] < 1024 * 1024, f"awm grew to {answer['peak_kb'] // 1024} MB"

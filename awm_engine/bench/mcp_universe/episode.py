@@ -40,6 +40,46 @@ MESSAGE_LIMIT = 16 << 20  # the longest MCP message a stdio server may send awm 
 LOG_LIMIT = 64 << 20  # what a server's log may take on the host's disk
 
 
+RESPONSE_LIMIT = 64 << 20  # the longest HTTP response body awm reads from a streamable-HTTP server
+
+
+def bounded_http_client(**kwargs: Any):
+    """The MCP client's HTTP client for a streamable-HTTP server (fastmcp's ``httpx_client_factory``): every
+    response body is read up to ``RESPONSE_LIMIT`` bytes — a JSON response is read whole into awm's memory, and a
+    server sending one without end would take all of it."""
+    import httpx2
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any):
+            self.inner = inner
+
+        async def __aiter__(self):
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > RESPONSE_LIMIT:
+                    raise httpx2.ReadError(f"the server's response is over {RESPONSE_LIMIT} bytes: not read")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            response.stream = Capped(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    kwargs.setdefault("timeout", httpx2.Timeout(30.0, read=300.0))  # the MCP client's own defaults
+    return httpx2.AsyncClient(transport=Transport(), **kwargs)
+
+
 def _relayed(argv: list[str], messages: bool) -> list[str]:
     """``argv`` (the sandboxed server) behind awm's relay (``relay.py``): its messages and its log bounded."""
     return [sys.executable, "-I", RELAY, str(MESSAGE_LIMIT if messages else 0), str(LOG_LIMIT), "--", *argv]
@@ -187,7 +227,8 @@ class ServerConnection:
         else:
             if s.command:
                 await self._start_http_process(timeout)
-            transport = StreamableHttpTransport(s.url, headers=s.headers or None)
+            transport = StreamableHttpTransport(s.url, headers=s.headers or None,
+                                                httpx_client_factory=bounded_http_client)
         self.client = Client(transport, timeout=timeout)
         await asyncio.wait_for(self.client.__aenter__(), timeout)
         self.tools = [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
