@@ -256,8 +256,8 @@ def test_a_server_config_cannot_show_host_secrets_to_its_sandbox(tmp_path, fake_
 def test_a_server_may_still_read_its_own_folder(tmp_path, fake_home):
     """What is not protected is bound as before: a server's script folder, a data folder it is given."""
     data = fake_home / "project"
-    defs = servers.parse_servers({"mcpServers": {"r": {"command": sys.executable,
-                                                       "args": [str(tmp_path / "srv" / "reader.py"), str(data)]}}}, env={})
+    entry = {"command": sys.executable, "args": [str(tmp_path / "srv" / "reader.py"), str(data)]}
+    defs = servers.parse_servers({"mcpServers": {"r": entry}}, env={})
 
     async def go():
         episode = await McpServersEpisode.start([defs["r"]], tmp_path / "run")

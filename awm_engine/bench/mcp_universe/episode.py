@@ -5,11 +5,12 @@ variables it declares on top of the sandbox's allow-list: a stdio server is the 
 over its pipes; a streamable-HTTP server is reached at its ``url`` (when it also has a ``command``, that command
 is started in the sandbox first and awaited on its port). A server writes only its private ``/tmp``: nothing of
 the run directory, where awm writes its log (``servers/<name>.log``, opened without following a symlink). Its pipes
-go through awm's relay (``relay.py``): a message over ``MESSAGE_LIMIT`` stops it, its log keeps ``LOG_LIMIT``. Besides
-the system it reads the paths its command line and ``cwd`` name (``server_paths``), unless one is in a protected
+go through awm's relay (``relay.py``): a message over ``MESSAGE_LIMIT`` stops it, its log keeps ``LOG_LIMIT``.
+Besides the system it reads the paths its command line and ``cwd`` name (``server_paths``), unless one is in a protected
 place — ``/`` or a top-level folder, the host's ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/run``, ``/var``,
 ``/boot``, a home directory or a hidden entry of one (``~/.ssh``, ``~/.config`` …), awm's configuration and cache,
-awm's and other sandboxes' temporary directories: then the server is not started and its tasks error saying so. The model sees every server's tools named
+awm's and other sandboxes' temporary directories: then the server is not started and its tasks error saying so.
+A streamable-HTTP server's responses are read up to ``RESPONSE_LIMIT``. The model sees every server's tools named
 ``server__tool`` (MCP-Universe's function-call naming) and the episode routes each call to its server. There is
 no database: ``initial_db`` / ``final_db`` are paths that do not exist, ``reset`` is not supported.
 """
@@ -38,8 +39,6 @@ RELAY = str(Path(__file__).with_name("relay.py"))
 MESSAGE_LIMIT = 16 << 20  # the longest MCP message a stdio server may send awm (a page snapshot is a few MB;
 # the MCP client copies a line it is reading for every piece that arrives: 16 MB costs seconds, 64 MB a minute)
 LOG_LIMIT = 64 << 20  # what a server's log may take on the host's disk
-
-
 RESPONSE_LIMIT = 64 << 20  # the longest HTTP response body awm reads from a streamable-HTTP server
 
 
