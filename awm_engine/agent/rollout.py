@@ -219,7 +219,8 @@ class Rollout:
     # -- the loop ------------------------------------------------------------------------------
     async def events(self) -> AsyncIterator[StepEvent]:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._events_file = open(self.run_dir / "events.jsonl", "a", encoding="utf-8")
+        # a lone surrogate (a model's or a tool's "\ud800") becomes its JSON escape: the line reads back exactly
+        self._events_file = open(self.run_dir / "events.jsonl", "a", encoding="utf-8", errors="backslashreplace")
         started = time.perf_counter()
         stop_reason, final_answer, error = "max_turns", "", None
         deadline = None if self.config.episode_timeout is None else started + self.config.episode_timeout
@@ -478,7 +479,8 @@ class Rollout:
         }
         # a write cancelled mid-way goes on in its thread while the cancelling side writes again: one file each
         tmp = self.run_dir / f"trajectory.json.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:  # streamed: a long history is never one string in memory
+        # streamed: a long history is never one string in memory; a lone surrogate is written as its JSON escape
+        with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as fh:
             json.dump(data, fh, indent=4, ensure_ascii=False, default=str)
         tmp.replace(self.run_dir / "trajectory.json")
 

@@ -61,8 +61,20 @@ def read_line_at(path: Path | str, offset: int) -> dict[str, Any]:
         return json.loads(fh.readline())
 
 
+def dumps_text(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False, **kwargs)`` — unless ``obj`` holds a lone surrogate (what a JSON
+    ``"\\ud800"`` escape from a model, a tool or a verifier decodes to), which no UTF-8 file can hold: then every
+    non-ASCII character is escaped, so the document still reads back exactly (and writing it never raises)."""
+    text = json.dumps(obj, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, **kwargs)
+    return text
+
+
 def dumps_line(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False) + "\n"
+    return dumps_text(obj) + "\n"
 
 
 def write_jsonl(path: Path | str, rows: list[Any]) -> None:

@@ -20,6 +20,7 @@ from awm_engine.agent.endpoints import Endpoint
 from awm_engine.agent.policies import LLMPolicy, PolicyError
 from awm_engine.agent.rollout import AgentConfig
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.run_formats import (  # EvalConfig is defined with the run formats
     METADATA,
     EvalConfig,
@@ -126,7 +127,7 @@ def write_metadata(out: Path, config: EvalConfig, extra: dict[str, Any] | None =
                            "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary,
                            "outcome": run_outcome(summary["overall"], config.verify != "none"), **(extra or {})})
     tmp = out / (METADATA.file + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    tmp.write_text(dumps_text(data, indent=2), encoding="utf-8")
     tmp.replace(out / METADATA.file)
     return data
 

@@ -17,10 +17,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.run_formats import RESULTS
 
 SUMMARY_KEYS = ("id", "scenario", "task_id", "sample", "status", "label", "reward", "has_verdict", "stop_reason",
                 "error_kind", "run_dir", "env_error", "error")
+
+
+def loads_line(raw: bytes | str) -> Any:
+    """``json.loads`` of one line, whatever the caller's stack depth: a line nested nearly as deep as the
+    recursion limit (a model's tool-call arguments, say) was written from a shallow thread and would fail to parse
+    from a deeper caller (a report, a resume, the dashboard), stopping the whole file's reading: it is parsed
+    again on a fresh thread."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        box: list[Any] = []
+
+        def parse() -> None:
+            try:
+                box.append(json.loads(raw))
+            except (ValueError, RecursionError) as exc:
+                box.append(exc)
+
+        thread = threading.Thread(target=parse, name="awm-deep-line")
+        thread.start()
+        thread.join()
+        if isinstance(box[0], Exception):
+            raise ValueError(f"unreadable line: {type(box[0]).__name__}") from None
+        return box[0]
 
 
 def rollout_id(scenario: str, task_id: int, sample: int) -> str:
@@ -63,7 +88,7 @@ class ResultsIndex:
                 if not raw.endswith(b"\n"):
                     break  # a line still being written, or torn by a crash
                 try:
-                    record = json.loads(raw)
+                    record = loads_line(raw)
                 except ValueError:
                     record = None
                 if not isinstance(record, dict) or not isinstance(record.get("id"), str):
@@ -91,7 +116,7 @@ class ResultsIndex:
         entry = self.entries[rid]
         with open(self.path, "rb") as fh:
             fh.seek(entry.offset)
-            return json.loads(fh.read(entry.length))
+            return loads_line(fh.read(entry.length))
 
 
 def read_records(path: Path | str) -> list[dict[str, Any]]:
@@ -110,7 +135,7 @@ class ResultsWriter:
         self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(RESULTS.stamp(record), ensure_ascii=False, default=str) + "\n"
+        line = dumps_text(RESULTS.stamp(record), default=str) + "\n"
         with self._lock:
             self.fh.write(line)
             self.fh.flush()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.catalog import FILES, Catalog
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.records import Verifier
 from awm_engine.data.schema_examples import example_arguments
 from awm_engine.db.build import BuildReport, build_database_sandboxed
@@ -52,7 +53,7 @@ def scratch_dir(base: Path, name: str) -> Path:
 def write_rows(directory: Path, rows: dict[str, dict[str, Any]]) -> None:
     """One scenario's AWM rows into ``directory`` (keys of ``data.catalog.FILES``)."""
     for kind, row in rows.items():
-        (directory / FILES[kind]).write_text(json.dumps(row, ensure_ascii=False) + "\n")
+        (directory / FILES[kind]).write_text(dumps_text(row) + "\n", encoding="utf-8")
 
 
 async def check_environment(pool, rows: dict[str, dict[str, Any]], scratch: Path, call_timeout: float = 20.0) -> EnvCheck:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.catalog import FILES
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.names import normalize_scenario_name
 from awm_engine.gen.records import GEN_FORMAT_VERSION, GenConfig
 
@@ -105,7 +106,7 @@ class GenStore:
         for stage, name in STAGE_FILES.items():
             rows = self._indexed(stage).get(key)
             if rows:
-                (dest / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+                (dest / name).write_text("".join(dumps_text(r) + "\n" for r in rows), encoding="utf-8")
 
     def append(self, stage: str, row: dict[str, Any]) -> None:
         self._append(self.out / STAGE_FILES[stage], row)
@@ -130,7 +131,7 @@ class GenStore:
         return [e for e in found if isinstance(e, dict)]
 
     def _append(self, path: Path, row: dict[str, Any]) -> None:
-        data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        data = (dumps_text(row) + "\n").encode("utf-8")  # a lone surrogate in a reply: escaped, never an error
         with self._lock:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

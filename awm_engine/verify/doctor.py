@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.paths import cache_dir
 from awm_engine.data.records import VERIFIER_MODES, LoadIssue, ToolParam
 from awm_engine.db.build import MAX_FINDINGS, BuildReport
@@ -242,7 +243,7 @@ def write_diagnosis(path: Path, diagnosis: Diagnosis) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(diagnosis.to_dict(), ensure_ascii=False, default=str))
+        tmp.write_text(dumps_text(diagnosis.to_dict(), default=str), encoding="utf-8")
         tmp.replace(path)
     except OSError:
         pass

@@ -21,6 +21,7 @@ from typing import Any
 
 from awm_engine.agent.endpoints import Endpoint
 from awm_engine.data.catalog import Catalog, Scenario
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.records import VERIFIER_MODES, Verifier
 from awm_engine.data.run_formats import TRAJECTORY
 from awm_engine.sandbox import limits, safe_fs
@@ -310,13 +311,13 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
     outcome = report.sql if (mode == "sql" and use_judge) else report.code
     if outcome is not None:
         (run_dir / f"verify.{outcome.mode}.json").write_text(
-            json.dumps(_reference_record(report, outcome, outcome.mode), indent=4, ensure_ascii=False, default=str))
+            dumps_text(_reference_record(report, outcome, outcome.mode), indent=4, default=str), encoding="utf-8")
     _write_report(run_dir, report)
     return report
 
 
 def _write_report(run_dir: Path, report: VerifyReport) -> None:
-    (run_dir / "verify.json").write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str))
+    (run_dir / "verify.json").write_text(dumps_text(report.to_dict(), indent=2, default=str), encoding="utf-8")
 
 
 async def verify_both(run_dir: Path | str, catalog: Catalog | None = None, judge: Endpoint | None = None,

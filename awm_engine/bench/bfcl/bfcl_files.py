@@ -18,6 +18,7 @@ from typing import Any
 from awm_engine.bench.bfcl import scores
 from awm_engine.bench.bfcl.categories import BY_WHEEL_NAME, CATEGORIES, category_of
 from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.eval.results import ResultsIndex
 
 PREFIX = "BFCL_v4"
@@ -53,7 +54,7 @@ def export_results(run_dir: Path | str, index: ResultsIndex | None = None) -> Pa
         folder.mkdir(parents=True, exist_ok=True)
         lines.sort(key=lambda line: _index_key(line["id"]))
         (folder / f"{PREFIX}_{cat.wheel}_result.json").write_text(
-            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+            "".join(dumps_text(line) + "\n" for line in lines), encoding="utf-8")
     return root
 
 
@@ -85,7 +86,9 @@ def infer_mode(lines: list[dict[str, Any]]) -> str:
     for line in lines:
         result = line["result"]
         multi = category_of(line["id"]).kind == "multi_turn"
-        steps = [s for turn in result for s in turn] if multi and isinstance(result, list) else [result]
+        # a multi-turn answer's turns are lists of steps; anything else in it is no step (it is scored as it is)
+        steps = [s for turn in result if isinstance(turn, list) for s in turn] \
+            if multi and isinstance(result, list) else [result]
         if any(isinstance(s, list) for s in steps):
             return "fc"
     return "prompt"
@@ -105,8 +108,8 @@ def _requests(lines: list[dict[str, Any]], mode: str) -> list[tuple[str, dict[st
 
 
 def _verdicts(lines: list[dict[str, Any]], answers: list[Any]) -> list[dict[str, Any]]:
-    return [{"id": line["id"], "valid": False, "error": [str(answer)], "error_type": "awm:checker_error"}
-            if isinstance(answer, CheckerError) else answer["verdict"] for line, answer in zip(lines, answers)]
+    return [answer.verdict(line["id"]) if isinstance(answer, CheckerError) else answer["verdict"]
+            for line, answer in zip(lines, answers)]
 
 
 async def score_lines(lines: list[dict[str, Any]], mode: str, host: CheckerHost) -> list[dict[str, Any]]:
@@ -124,7 +127,7 @@ def write_score_file(out: Path, model: str, wheel_category: str, verdicts: list[
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{PREFIX}_{wheel_category}_score.json"
     failed = [v for v in verdicts if not v.get("valid")]
-    path.write_text("".join(json.dumps(x, ensure_ascii=False, default=str) + "\n" for x in [header, *failed]))
+    path.write_text("".join(dumps_text(x, default=str) + "\n" for x in [header, *failed]), encoding="utf-8")
     return path
 
 
@@ -151,10 +154,16 @@ async def score_files(paths: list[Path | str], mode: str = "auto", out: Path | s
     ``entries`` (every entry's verdict); with a single model its result is also the top level. With ``out``
     the score files written are listed under ``score_files``."""
     by_model: dict[str, dict[str, list[dict[str, Any]]]] = {}  # model -> wheel category -> lines
-    for path in map(Path, paths):
+    seen: dict[tuple[str, str], str] = {}  # (model, entry id) -> where it was answered
+    for path in dict.fromkeys(Path(p).resolve() for p in paths):  # a file named twice is read once
         lines = read_result_file(path)
-        for line in lines:
-            by_model.setdefault(guess_model(path), {}).setdefault(category_of(line["id"]).wheel, []).append(line)
+        for number, line in enumerate(lines, 1):
+            model, where = guess_model(path), f"{path}:{number}"
+            if (model, line["id"]) in seen:  # BFCL's own runner refuses such files (its lengths no longer match)
+                raise ValueError(f"{line['id']} is answered more than once for model {model} ({seen[model, line['id']]}"
+                                 f" and {where}): each entry is scored once; keep one answer")
+            seen[model, line["id"]] = where
+            by_model.setdefault(model, {}).setdefault(category_of(line["id"]).wheel, []).append(line)
     own = host is None
     host = host or CheckerHost()
     results, written = [], []

@@ -21,6 +21,50 @@ from awm_engine.bench.bfcl import wheel
 from awm_engine.bench.bfcl.categories import CATEGORIES, category_of
 
 STATE_CHARS = 4000  # the longest rendering of one differing backend attribute kept for display
+STEP_CHARS = 1_000_000  # what one step's calls return, kept at most (honest BFCL results: ~32 KB a call at most)
+ENTRY_CHARS = 8_000_000  # … and one entry's steps in all (awm's side: the record, the model's next requests)
+VIEW_CHARS = 2_000_000  # the texts of one verdict or one display view (honest ones: a few hundred KB at most)
+
+
+def cut_results(results: Any, budget: int = STEP_CHARS) -> tuple[list[str], int]:
+    """Call results as text, at most ``budget`` characters in all (a result past it is cut, saying so; those
+    after it are empty), and the characters kept. A model's own code can make its calls return gigabytes: this
+    is what reaches awm, the record and the model's next request. The verdict never reads them (the check
+    executes the calls again, in the sandbox)."""
+    kept, used = [], 0
+    for result in results if isinstance(results, list) else [results]:
+        text = result if isinstance(result, str) else repr(result)
+        left = max(0, budget - used)
+        if len(text) > left:
+            text = text[:left] + f"… ({len(text) - left} characters cut by awm: a step's results are kept up to " \
+                                 f"{STEP_CHARS}, an entry's up to {ENTRY_CHARS})"
+        used += min(len(text), left)
+        kept.append(text)
+    return kept, used
+
+
+def bounded(value: Any, budget: int = VIEW_CHARS) -> Any:
+    """JSON data with its strings cut once ``budget`` characters are used (saying so): the official verdict of a
+    failed multi-turn answer holds what the model's calls returned, and the display views hold the backends'
+    states — both the model's code can make gigabytes. The verdict (``valid``, the error type) is decided before."""
+    left = [budget]
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            if len(item) > left[0]:
+                item = item[:left[0]] + f"… ({len(item) - left[0]} characters cut by awm: an answer's texts are " \
+                                        f"kept up to {budget})"
+                left[0] = 0
+            else:
+                left[0] -= len(item)
+            return item
+        if isinstance(item, list):
+            return [walk(x) for x in item]
+        if isinstance(item, dict):
+            return {k: walk(x) for k, x in item.items()}
+        return item
+
+    return walk(value)
 
 
 class _Data:
@@ -141,7 +185,7 @@ def score_single(entry_id: str, raw: Any, mode: str, display: bool = True) -> di
         verdict = runner._evaluate_single_ast_entry(decoder, entry_id, pickle.loads(pickle.dumps(raw)),
                                                     DATA.answer(entry_id), prompt, model, cat.wheel,
                                                     language=language, return_format=fmt)
-    answer: dict[str, Any] = {"verdict": _jsonable(verdict)}
+    answer: dict[str, Any] = {"verdict": bounded(_jsonable(verdict))}
     if display:
         try:
             answer["decoded"], answer["decode_error"] = _jsonable(decoder.decode_ast(raw, fmt)), None
@@ -175,7 +219,7 @@ def execute_step(entry_id: str, previous: list[list[str]], raw: Any, mode: str) 
     for calls in previous:
         _execute(entry, calls, "awm_rollout")
     results, _ = _execute(entry, decoded, "awm_rollout")
-    return {"decoded": _jsonable(decoded), "results": _jsonable(results)}
+    return {"decoded": _jsonable(decoded), "results": cut_results(results)[0]}
 
 
 def check_multi_turn(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]:
@@ -186,7 +230,7 @@ def check_multi_turn(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]
     decoder, model = _Decoder(mode), wheel.MODEL_NAMES[mode]
     verdict = runner._evaluate_single_multi_turn_entry(decoder, entry_id, pickle.loads(pickle.dumps(raw_turns)),
                                                        DATA.answer(entry_id), DATA.entry(entry_id), model, cat.wheel)
-    return {"verdict": _jsonable(verdict)}
+    return {"verdict": bounded(_jsonable(verdict))}
 
 
 def turn_states(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]:
@@ -194,7 +238,7 @@ def turn_states(entry_id: str, raw_turns: Any, mode: str) -> dict[str, Any]:
     that differ — only for turns with calls in the ground truth, the turns the official checker compares.
     Never raises: what cannot be computed or shown becomes ``note``."""
     try:
-        return {"states": _turn_states(entry_id, raw_turns, _Decoder(mode)), "note": None}
+        return {"states": bounded(_turn_states(entry_id, raw_turns, _Decoder(mode))), "note": None}
     except Exception as exc:  # noqa: BLE001 - a display view: it fails into a note
         return {"states": [], "note": _note("the backends' states", exc)}
 

@@ -32,7 +32,9 @@ Protocol (one line per message): a request is ``<id> <timeout> <json>`` (the JSO
 execute | check | states | ping, ``entry_id``, ``mode``, ``raw`` / ``previous``, ``display``, and
 ``isolate``: the model's text in the runner's child even when it is literal), an answer is
 ``<id> <json>`` (``ok``, ``result`` or ``error``). The host reads only the two header fields and forwards the
-JSON as it is to a worker (``<timeout> <json>``), and the worker's answers in order, one line each.
+JSON as it is to a worker (``<timeout> <json>``), and the worker's answers in order, one line each. A failed
+request's answer (``ok`` false) is the answer's own doing (it broke the checker, its code timed out or crashed the
+worker) unless it says ``infrastructure`` (the runner could not be reached).
 """
 from __future__ import annotations
 
@@ -177,8 +179,9 @@ def _compute(request: dict[str, Any]) -> bytes:
         return _failure(f"the answer could not be written: {exc}")
 
 
-def _failure(message: str) -> bytes:
-    return json.dumps({"ok": False, "error": message}).encode()
+def _failure(message: str, infrastructure: bool = False) -> bytes:
+    """A failed request's answer; ``infrastructure``: the sandbox failed (not the answer), so it is no verdict."""
+    return json.dumps({"ok": False, "error": message, **({"infrastructure": True} if infrastructure else {})}).encode()
 
 
 def _answer(line: bytes) -> bytes:
@@ -209,7 +212,7 @@ def _remote(request: dict[str, Any], timeout: float) -> bytes:
     try:
         runner = untrusted.Runner(deadline)
     except untrusted.RunnerError as exc:
-        return _failure(f"the model's code could not be run: {exc}")
+        return _failure(f"the model's code could not be run: {exc}", infrastructure=True)
 
     def routed(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)

@@ -30,8 +30,10 @@ from awm_engine.bench.bfcl import data, prompting, scores, wheel
 from awm_engine.bench.bfcl.bfcl_files import error_type as verdict_error_type
 from awm_engine.bench.bfcl.bfcl_files import export_results
 from awm_engine.bench.bfcl.categories import CATEGORIES, DATA_NOTE
+from awm_engine.bench.bfcl.checker import ENTRY_CHARS, cut_results
 from awm_engine.bench.bfcl.ground_truth import GroundTruthPolicy
 from awm_engine.bench.bfcl.sandboxed import CheckerError, CheckerHost
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.run_formats import CONFIG, METADATA
 from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runner import Adapter, Progress, run_items  # Progress: mean_reward is the accuracy
@@ -118,7 +120,12 @@ async def single_turn(entry: data.Entry, mode: str, policy, host: CheckerHost) -
     messages = prompting.first_messages(entry.prompt["question"][0], functions, mode)
     reply = await policy.next_turn(messages, tools, "native" if mode == "fc" else "meta")
     raw = prompting.raw_output(reply, mode)
-    scored = await host.acall("score", entry_id=entry.id, raw=raw, mode=mode)
+    try:
+        scored = await host.acall("score", entry_id=entry.id, raw=raw, mode=mode)
+    except CheckerError as exc:
+        if not exc.answered:
+            raise
+        scored = {"verdict": exc.verdict(entry.id), "decoded": None, "decode_error": str(exc)}
     usage: dict[str, int] = {}
     _add_usage(usage, reply.usage)
     return {"messages": messages + [reply.message()], "functions": functions, "raw": raw,
@@ -136,6 +143,8 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
     previous: list[list[str]] = []  # every executed step's calls so far (replayed before the next step)
     usage: dict[str, int] = {}
     force_quit = False
+    broken: CheckerError | None = None  # the checker failed on the model's answer: that is the entry's verdict
+    budget = ENTRY_CHARS  # what the entry's call results may still take in memory, the record and the requests
     for index, question in enumerate(entry.prompt["question"]):
         added = []
         if str(index) in holdout:  # miss_func: the held-out docs arrive now
@@ -157,7 +166,15 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
                 # a text reply: BFCL's FC decoder raises on text, so the turn ends (no need to ask the sandbox)
                 step = {"decoded": None, "decode_error": "no function call"}
             else:
-                step = await host.acall("execute", entry_id=entry.id, previous=previous, raw=raw, mode=mode)
+                try:
+                    step = await host.acall("execute", entry_id=entry.id, previous=previous, raw=raw, mode=mode)
+                except CheckerError as exc:
+                    if not exc.answered:
+                        raise
+                    broken, step = exc, {"decoded": None, "decode_error": str(exc)}
+            if step.get("decoded") is not None:
+                step["results"], used = cut_results(step.get("results") or [], budget)
+                budget -= used
             steps.append({"raw": raw, **step})
             if step.get("decoded") is None:
                 break  # no call: the turn is over
@@ -169,13 +186,21 @@ async def multi_turn(entry: data.Entry, mode: str, policy, host: CheckerHost, ma
                 break
         raw_turns.append([s["raw"] for s in steps])
         turns.append({"messages": new, "functions_added": [d["name"] for d in added], "steps": steps})
-        if force_quit:
+        if force_quit or broken:
             break
-    checked = await host.acall("check", entry_id=entry.id, raw=raw_turns, mode=mode)
+    if broken is None:
+        try:
+            verdict = (await host.acall("check", entry_id=entry.id, raw=raw_turns, mode=mode))["verdict"]
+        except CheckerError as exc:
+            if not exc.answered:
+                raise
+            broken = exc
+    if broken is not None:
+        verdict = broken.verdict(entry.id)
     outcome = {"messages": messages, "functions": [d["name"] for d in entry.prompt["function"]],
                "held_out": {t: [d["name"] for d in docs] for t, docs in holdout.items()}, "raw": raw_turns,
-               "turns": turns, "force_terminated": force_quit, "usage": usage, **_verdict_fields(checked["verdict"])}
-    note = await _add_states(host, entry, raw_turns, mode, turns)
+               "turns": turns, "force_terminated": force_quit, "usage": usage, **_verdict_fields(verdict)}
+    note = await _add_states(host, entry, raw_turns, mode, turns) if broken is None else None
     return {**outcome, **({"note": note} if note else {})}
 
 
@@ -230,7 +255,7 @@ def write_metadata(out: Path, config: BfclConfig, extra: dict[str, Any] | None =
                            "results": len(index), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"), **summary,
                            **(extra or {})})
     tmp = out / (METADATA.file + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    tmp.write_text(dumps_text(meta, indent=2), encoding="utf-8")
     tmp.replace(out / METADATA.file)
     return meta
 

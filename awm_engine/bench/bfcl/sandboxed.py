@@ -34,11 +34,19 @@ DEFAULT_TIMEOUT = 120.0
 
 
 class CheckerError(Exception):
-    """The sandboxed checker could not answer (timeout, crash, a failure of its own)."""
+    """The sandboxed checker could not answer (timeout, crash, a failure of its own). ``answered``: the checker
+    failed on this request's answer (it breaks the official checker, its code never returns or crashes the worker)
+    — not the sandbox around it (the host ended, the runner could not be reached)."""
 
-    def __init__(self, message: str, traceback: str | None = None):
+    def __init__(self, message: str, traceback: str | None = None, answered: bool = False):
         super().__init__(message)
         self.traceback = traceback
+        self.answered = answered
+
+    def verdict(self, entry_id: str) -> dict[str, Any]:
+        """The entry's verdict when its answer could not be checked: incorrect (awm's: BFCL's runner has none, it
+        stops), so that no answer leaves the denominator by breaking the checker."""
+        return {"id": entry_id, "valid": False, "error": [str(self)], "error_type": "awm:checker_error"}
 
 
 def worker_count(asked: int | None = None) -> int:
@@ -171,5 +179,6 @@ class CheckerHost:
 
 def _result(answer: dict[str, Any]) -> dict[str, Any]:
     if not answer.get("ok"):
-        raise CheckerError(answer.get("error") or "the checker failed", answer.get("traceback"))
+        raise CheckerError(answer.get("error") or "the checker failed", answer.get("traceback"),
+                           answered=not answer.get("infrastructure"))
     return answer["result"]

@@ -3,7 +3,14 @@
 Each server is started through awm's sandbox (``Sandbox(SandboxPolicy(network=True, env=…))``) with only the
 variables it declares on top of the sandbox's allow-list: a stdio server is the sandboxed command talking
 over its pipes; a streamable-HTTP server is reached at its ``url`` (when it also has a ``command``, that command
-is started in the sandbox first and awaited on its port). The model sees every server's tools named
+is started in the sandbox first and awaited on its port). A server writes only its private ``/tmp``: nothing of
+the run directory, where awm writes its log (``servers/<name>.log``, opened without following a symlink). Its pipes
+go through awm's relay (``relay.py``): a message over ``MESSAGE_LIMIT`` stops it, its log keeps ``LOG_LIMIT``.
+Besides the system it reads the paths its command line and ``cwd`` name (``server_paths``), unless one is in a protected
+place — ``/`` or a top-level folder, the host's ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/run``, ``/var``,
+``/boot``, a home directory or a hidden entry of one (``~/.ssh``, ``~/.config`` …), awm's configuration and cache,
+awm's and other sandboxes' temporary directories: then the server is not started and its tasks error saying so.
+A streamable-HTTP server's responses are read up to ``RESPONSE_LIMIT``. The model sees every server's tools named
 ``server__tool`` (MCP-Universe's function-call naming) and the episode routes each call to its server. There is
 no database: ``initial_db`` / ``final_db`` are paths that do not exist, ``reset`` is not supported.
 """
@@ -13,6 +20,8 @@ import asyncio
 import os
 import shutil
 import socket
+import stat
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,34 +30,171 @@ from urllib.parse import urlparse
 from awm_engine.bench.mcp_universe.servers import ServerConfigError, ServerDef
 from awm_engine.runtime.episode import EnvLoadError, ToolResult
 from awm_engine.runtime.mcp_client import _error_kind_of
+from awm_engine.sandbox import safe_fs
 from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree
 
 SEP = "__"
 NO_AS_LIMIT = ("npx", "node", "docker", "uvx")  # V8 and the docker client reserve more address space than 2 GB
+RELAY = str(Path(__file__).with_name("relay.py"))
+MESSAGE_LIMIT = 16 << 20  # the longest MCP message a stdio server may send awm (a page snapshot is a few MB;
+# the MCP client copies a line it is reading for every piece that arrives: 16 MB costs seconds, 64 MB a minute)
+LOG_LIMIT = 64 << 20  # what a server's log may take on the host's disk
+RESPONSE_LIMIT = 64 << 20  # the longest HTTP response body awm reads from a streamable-HTTP server
+
+
+def bounded_http_client(**kwargs: Any):
+    """The MCP client's HTTP client for a streamable-HTTP server (fastmcp's ``httpx_client_factory``): every
+    response body is read up to ``RESPONSE_LIMIT`` bytes — a JSON response is read whole into awm's memory, and a
+    server sending one without end would take all of it."""
+    import httpx2
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any):
+            self.inner = inner
+
+        async def __aiter__(self):
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > RESPONSE_LIMIT:
+                    raise httpx2.ReadError(f"the server's response is over {RESPONSE_LIMIT} bytes: not read")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            response.stream = Capped(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    kwargs.setdefault("timeout", httpx2.Timeout(30.0, read=300.0))  # the MCP client's own defaults
+    return httpx2.AsyncClient(transport=Transport(), **kwargs)
+
+
+def _relayed(argv: list[str], messages: bool) -> list[str]:
+    """``argv`` (the sandboxed server) behind awm's relay (``relay.py``): its messages and its log bounded."""
+    return [sys.executable, "-I", RELAY, str(MESSAGE_LIMIT if messages else 0), str(LOG_LIMIT), "--", *argv]
 
 
 def tool_name(server: str, tool: str) -> str:
     return f"{server}{SEP}{tool}"
 
 
-def _policy(server: ServerDef, writable: list[str]) -> SandboxPolicy:
+def _policy(server: ServerDef) -> SandboxPolicy:
     command = os.path.basename(server.command or "")
-    return SandboxPolicy(writable=writable, readable=_server_paths(server), network=True, env=dict(server.env),
+    return SandboxPolicy(writable=[], readable=server_paths(server), network=True, env=dict(server.env),
                          max_procs=256, memory_mb=None if command in NO_AS_LIMIT else 2048)
 
 
-def _server_paths(server: ServerDef) -> list[str]:
+SYSTEM_STATE = ("/etc", "/proc", "/sys", "/dev", "/run", "/var", "/boot")
+
+
+def _inside(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+def _homes() -> set[str]:
+    """Home directories: awm's user's, ``$HOME``'s, and those of the host's login users (uid 0 and ≥ 1000)."""
+    import pwd
+
+    homes = {os.path.expanduser("~"), os.environ.get("HOME") or ""}
+    try:
+        homes |= {p.pw_dir for p in pwd.getpwall() if p.pw_uid == 0 or 1000 <= p.pw_uid < 65534}
+    except OSError:
+        pass
+    return {os.path.realpath(h) for h in homes if h and h != "/" and os.path.isabs(h)}
+
+
+def protected(real: str) -> str | None:
+    """Why a server's sandbox may not be shown ``real`` (a resolved path), or None when it may."""
+    import tempfile
+
+    from awm_engine.agent.endpoints import config_path
+    from awm_engine.data.paths import cache_dir
+    from awm_engine.sandbox.launcher import sandbox_ids
+
+    if real.count("/") <= 1:
+        return "the filesystem root or a top-level folder"
+    for root in SYSTEM_STATE:
+        if _inside(real, root):
+            return f"the host's {root}"
+    for home in _homes():
+        if _inside(home, real):
+            return f"the home directory {home}" + ("" if home == real else " is inside it")
+        if real.startswith(home.rstrip("/") + "/") and real[len(home.rstrip("/")) + 1:].startswith("."):
+            return f"a hidden entry of the home directory {home} (where keys and configuration live)"
+    for own, what in ((os.path.realpath(config_path().parent), "awm's configuration"),
+                      (os.path.realpath(cache_dir()), "awm's cache")):
+        if _inside(real, own) or _inside(own, real):
+            return what
+    temp = os.path.realpath(tempfile.gettempdir())
+    if real.startswith(temp + "/") and real[len(temp) + 1:].startswith("awm"):
+        return "awm's own temporary directories"
+    uid = sandbox_ids()[0]
+    if uid != os.getuid():
+        probe = real
+        while probe not in ("/", ""):
+            try:
+                if os.stat(probe).st_uid == uid:
+                    return "another sandbox's directory"
+            except OSError:
+                pass
+            probe = os.path.dirname(probe)
+    return None
+
+
+def server_paths(server: ServerDef) -> list[str]:
     """What a server reads besides the system: its working directory, and the directory of every argument (and the
-    command) that names an existing path (a script, its package)."""
-    paths = [server.cwd] if server.cwd else []
+    command) that names an existing path (a script, its package). ``ServerConfigError`` when one is protected."""
+    named = [("cwd", server.cwd)] if server.cwd else []
     for arg in [server.command or "", *server.args]:
         if isinstance(arg, str) and arg.startswith("/") or os.path.exists(str(arg)):
-            real = os.path.realpath(str(arg))
-            if os.path.isfile(real):
-                paths.append(os.path.dirname(real))
-            elif os.path.isdir(real):
-                paths.append(real)
-    return [p for p in paths if p and os.path.exists(p) and not p.startswith("/usr")]
+            named.append(("command line", str(arg)))
+    from awm_engine.sandbox import view
+
+    seen = ["/usr", *view.python_paths(), view.PACKAGE_DIR]  # in every sandbox's view already
+    paths = []
+    for where, given in named:
+        real = os.path.realpath(given)
+        if not os.path.exists(real) or any(_inside(real, root) for root in seen):
+            continue
+        bound = real if where == "cwd" or os.path.isdir(real) else os.path.dirname(real)
+        why = protected(real) or protected(bound)
+        if why:
+            raise ServerConfigError(f"server {server.name}: its {where} names {real}, in a protected place ({why}): "
+                                    "awm never shows it to a server's sandbox")
+        paths.append(bound)
+    return paths
+
+
+def _open_log(log_dir: Path, name: str):
+    """The server's log, appended to: a regular file of the run directory, never through a symlink."""
+    dfd = safe_fs.open_dir(log_dir)
+    try:
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         0o644, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in (40, 6):  # ELOOP: a symlink; ENXIO: a socket
+                raise safe_fs.UnsafeEntry(f"{log_dir / name} is a symlink or special file (refused)") from None
+            raise
+    finally:
+        os.close(dfd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise safe_fs.UnsafeEntry(f"{log_dir / name} is not a regular file with one link (refused)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a")
 
 
 class ServerConnection:
@@ -59,6 +205,7 @@ class ServerConnection:
         self.log_dir = log_dir
         self.sandbox: Sandbox | None = None
         self.proc = None  # an HTTP server's own process
+        self.log = None  # a stdio server's log (its stderr), open while it runs
         self.client = None
         self.tools: list[dict[str, Any]] = []
 
@@ -69,17 +216,18 @@ class ServerConnection:
         s = self.server
         s.check_startable()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        writable = [str(self.log_dir)]
         if s.transport == "stdio":
             command = shutil.which(s.command) or s.command
-            self.sandbox = Sandbox(_policy(s, writable), f"mcp_{s.name}")
+            self.sandbox = Sandbox(_policy(s), f"mcp_{s.name}")
             argv, env = self.sandbox.command([command, *s.args], cwd=s.cwd or None)
-            transport = StdioTransport(argv[0], argv[1:], env=env, cwd="/",
-                                       keep_alive=False, log_file=self.log_dir / f"{s.name}.log")
+            argv = _relayed(argv, messages=True)
+            self.log = _open_log(self.log_dir, f"{s.name}.log")
+            transport = StdioTransport(argv[0], argv[1:], env=env, cwd="/", keep_alive=False, log_file=self.log)
         else:
             if s.command:
                 await self._start_http_process(timeout)
-            transport = StreamableHttpTransport(s.url, headers=s.headers or None)
+            transport = StreamableHttpTransport(s.url, headers=s.headers or None,
+                                                httpx_client_factory=bounded_http_client)
         self.client = Client(transport, timeout=timeout)
         await asyncio.wait_for(self.client.__aenter__(), timeout)
         self.tools = [{"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
@@ -89,11 +237,15 @@ class ServerConnection:
         import subprocess
 
         s = self.server
-        self.sandbox = Sandbox(_policy(s, [str(self.log_dir)]), f"mcp_{s.name}")
-        log = open(self.log_dir / f"{s.name}.log", "ab")
-        self.proc = self.sandbox.popen([shutil.which(s.command) or s.command, *s.args], cwd=s.cwd or None,
-                                       stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        log.close()
+        self.sandbox = Sandbox(_policy(s), f"mcp_{s.name}")
+        log = _open_log(self.log_dir, f"{s.name}.log")
+        try:
+            argv, env = self.sandbox.command([shutil.which(s.command) or s.command, *s.args], cwd=s.cwd or None)
+            self.proc = self.sandbox.proc = subprocess.Popen(  # the relay bounds its log (and ends with it)
+                _relayed(argv, messages=False), env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True)
+        finally:
+            log.close()
         parsed = urlparse(s.url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         deadline = time.monotonic() + timeout
@@ -129,6 +281,9 @@ class ServerConnection:
             await asyncio.to_thread(kill_tree, self.proc)
         if self.sandbox is not None:
             self.sandbox.cleanup()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
 
 class McpServersEpisode:

@@ -29,6 +29,14 @@ as needing a service only when the official code actually reaches that service; 
 stand-in: a judge endpoint (any OpenAI-compatible model; the official code asks for gpt-4.1), or, for tests and
 offline simulations, a handler answering the service's calls.
 
+What awm also changes: the official code renders every string of an evaluator's ``value`` and ``op_args`` as a
+Jinja template, unsandboxed, in awm's own process — a task file could run any code there
+(``{{ cycler.__init__.__globals__.os.system(…) }}``) or loop forever. Those strings are rendered here by a sandboxed
+environment that accepts only what MCP-Universe's tasks use, text and ``{{ NAME }}`` placeholders; anything else
+(an attribute, a call, a filter, a loop …) makes the evaluator a ``Bad evaluator`` before anything is rendered.
+awm's own model credentials never fill a placeholder (``servers.placeholder_environment``): one naming them stays
+unset, as an unset variable does.
+
 Official quirks kept: ``print`` output of the evaluator modules is captured (never written to awm's stdout) and
 kept with the verdict; ``.env`` files are not loaded (the official modules call ``load_dotenv()`` at import;
 awm takes variables from the environment and its own configuration only).
@@ -213,6 +221,44 @@ def _print(*args: Any, sep: str | None = " ", end: str | None = "\n", **kwargs: 
         buf.append((sep or " ").join(map(str, args)) + (end or ""))
 
 
+class UnsafeTemplate(ValueError):
+    """An evaluator value is a Jinja template with more than text and ``{{ NAME }}`` placeholders."""
+
+
+def _placeholder_environment() -> type:
+    """The ``jinja2.Environment`` the evaluator module renders its values with: a sandboxed environment whose
+    templates are only text and ``{{ NAME }}`` placeholders (checked when parsed, before anything runs), and whose
+    rendering leaves awm's model credentials as unset placeholders."""
+    import jinja2
+    from jinja2 import nodes
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from awm_engine.bench.mcp_universe.servers import withheld
+
+    allowed = (nodes.Output, nodes.TemplateData, nodes.Name)
+
+    class PlaceholderTemplate(jinja2.Template):
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            names, values = withheld()
+            masked = {k: f"{{{{ {k} }}}}" if k in names or (isinstance(v, str) and v in values) else v
+                      for k, v in kwargs.items()}
+            return super().render(*args, **masked)
+
+    class PlaceholderEnvironment(ImmutableSandboxedEnvironment):
+        template_class = PlaceholderTemplate
+
+        def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+            tree = super()._parse(source, name, filename)
+            for node in tree.find_all(nodes.Node):
+                if not isinstance(node, allowed) or (isinstance(node, nodes.Name) and node.ctx != "load"):
+                    raise UnsafeTemplate(f"an evaluator value may hold only text and {{{{ NAME }}}} placeholders "
+                                         f"(what MCP-Universe's tasks use); this one has a {type(node).__name__} "
+                                         f"(refused: it would run in awm's own process)")
+            return tree
+
+    return PlaceholderEnvironment
+
+
 _loaded: dict[str, types.ModuleType] = {}
 
 
@@ -260,6 +306,7 @@ def load() -> types.ModuleType:
         mods[name].asyncio = _NO_WAIT_ASYNCIO
     for module in (*mods.values(), sys.modules[base + "evaluator"]):
         module.print = _print
+    sys.modules[base + "evaluator"].Environment = _placeholder_environment()
     _loaded["evaluator"] = sys.modules["mcpuniverse.evaluator"]
     return _loaded["evaluator"]
 

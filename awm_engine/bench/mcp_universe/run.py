@@ -33,6 +33,7 @@ from awm_engine.agent.rollout import AgentConfig, Rollout
 from awm_engine.bench.mcp_universe import official, scores, tasks
 from awm_engine.bench.mcp_universe.episode import McpServersEpisode
 from awm_engine.bench.mcp_universe.servers import ServerDef
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.run_formats import CONFIG, METADATA, RunFormatError
 from awm_engine.eval.results import ResultsIndex, ResultsWriter, read_records
 from awm_engine.eval.runner import Adapter, internal_error, locked, run_items
@@ -234,7 +235,7 @@ def write_metadata(out: Path, config: McpuConfig, extra: dict[str, Any] | None =
                            "results": len(records), "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
                            **summarize(records), **(extra or {})})
     tmp = out / (METADATA.file + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+    tmp.write_text(dumps_text(meta, indent=2), encoding="utf-8")
     tmp.replace(out / METADATA.file)
     return meta
 

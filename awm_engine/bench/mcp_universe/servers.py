@@ -6,7 +6,9 @@ optional). ``server_list.json`` maps a name to ``{"stdio": {"command", "args"}, 
 ``http_url`` and ``headers``; its ``sse`` entries need MCP-Universe's gateway and are not used).
 
 ``${VAR}`` and ``{{VAR}}`` placeholders in commands, arguments, env values, URLs and headers are filled from
-the environment. An unset variable in the command line or the URL stops the server from being started
+the environment — never with awm's own model credentials (``placeholder_environment``: a servers file, a task file
+or an evaluator config is data, and must not be able to hand awm's key to a networked server, to a URL of its
+choosing or to the run directory). An unset variable in the command line or the URL stops the server from being started
 (``ServerDef.missing``); an env value or header that still needs an unset variable is left out, as MCP-Universe
 starts such servers anyway (``ServerDef.unset``: the server may then fail on its own). The variables a server
 declares (its ``env``) are the only ones its sandboxed process receives.
@@ -25,6 +27,38 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\{\{\s*([A-Za-z_][A-Za-z0-9_]
 
 class ServerConfigError(ValueError):
     pass
+
+
+def credential_variables() -> set[str]:
+    """The variables awm reads model keys from: ``OPENAI_API_KEY`` (every endpoint's and the judge's fallback),
+    ``EMBEDDING_OPENAI_API_KEY`` and each configured endpoint's ``api_key_env``."""
+    from awm_engine.agent.endpoints import ConfigError, load_config
+
+    names = {"OPENAI_API_KEY", "EMBEDDING_OPENAI_API_KEY"}
+    try:
+        endpoints = load_config().get("endpoints") or {}
+    except (ConfigError, OSError):
+        endpoints = {}
+    for named in endpoints.values() if isinstance(endpoints, dict) else []:
+        if isinstance(named, dict) and isinstance(named.get("api_key_env"), str):
+            names.add(named["api_key_env"])
+    return names
+
+
+def withheld(environ: Mapping[str, str] | None = None) -> tuple[set[str], set[str]]:
+    """(names, values) no placeholder is filled with: awm's model credentials (``credential_variables``) and their
+    values in ``environ`` (default: the environment), so that the same key under another name is withheld too."""
+    environ = os.environ if environ is None else environ
+    names = credential_variables()
+    return names, {environ[name] for name in names if environ.get(name)} - {"EMPTY"}
+
+
+def placeholder_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What placeholders in data are filled from: ``environ`` (default: the environment) without what ``withheld``
+    names. A placeholder naming a withheld variable stays unset, as an unset variable does."""
+    environ = os.environ if environ is None else environ
+    names, values = withheld(environ)
+    return {k: v for k, v in environ.items() if k not in names and v not in values}
 
 
 @dataclass
@@ -127,7 +161,8 @@ def _server(name: str, entry: dict[str, Any], env: Mapping[str, str]) -> ServerD
 
 
 def parse_servers(data: Any, env: Mapping[str, str] | None = None) -> dict[str, ServerDef]:
-    env = os.environ if env is None else env
+    """The file's servers, placeholders filled from ``env`` (default: ``placeholder_environment()``)."""
+    env = placeholder_environment() if env is None else env
     if not isinstance(data, dict):
         raise ServerConfigError("a server file is a JSON object")
     entries = data.get("mcpServers", data) if isinstance(data.get("mcpServers", data), dict) else None

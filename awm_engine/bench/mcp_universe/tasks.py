@@ -9,11 +9,12 @@ are used to find the file in the checkout, whichever layout the suite was writte
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+from awm_engine.bench.mcp_universe.servers import placeholder_environment
 
 # suite (YAML stem) -> the paper's domain name
 DOMAINS: dict[str, str] = {
@@ -39,9 +40,10 @@ class TaskError(ValueError):
 
 
 def render(text: str, env: Mapping[str, str] | None = None) -> str:
-    """``{{ VAR }}`` replaced by its value in ``env`` (default: the environment); an unset or empty variable
-    stays as the literal ``{{ VAR }}`` text, as MCP-Universe leaves it."""
-    env = os.environ if env is None else env
+    """``{{ VAR }}`` replaced by its value in ``env`` (default: the environment without awm's model credentials,
+    ``servers.placeholder_environment``); an unset or empty variable stays as the literal ``{{ VAR }}`` text, as
+    MCP-Universe leaves it."""
+    env = placeholder_environment() if env is None else env
 
     def sub(m: re.Match) -> str:
         value = env.get(m.group(1))

@@ -231,7 +231,7 @@ class Orchestrator:
         started, start_time = time.perf_counter(), _now()
         error = error_kind = None
         if self.events_path is not None:
-            self._events = open(self.events_path, "a", encoding="utf-8")
+            self._events = open(self.events_path, "a", encoding="utf-8", errors="backslashreplace")
         try:
             await self._emit(RolloutStarted(self.scenario, self.task_id, self.task_text, "tau2", "native",
                                             len(self.agent.tools), str(getattr(self.episode, "run_dir", ""))))

@@ -39,6 +39,7 @@ from awm_engine.bench.tau2.metrics import PASS_THRESHOLD, domain_metrics, paper_
 from awm_engine.bench.tau2.orchestrator import INFRASTRUCTURE_ERROR, Limits, Orchestrator, Participant, Simulation
 from awm_engine.bench.tau2.prompts import JUDGE_SYSTEM, agent_system_prompt, judge_user_prompt, user_system_prompt
 from awm_engine.bench.tau2.tasks import Task
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.run_formats import CONFIG, METADATA, TRAJECTORY, RunFormatError
 from awm_engine.eval.batch import EXECUTORS
 from awm_engine.eval.metrics import summarize
@@ -244,7 +245,7 @@ def _trajectory(run_dir: Path, domain: str, task: Task, trial: int, config: Tau2
                 "usage": sim.usage, "data_dirs": [config.data_dir], "airline_db": config.airline_db,
                 "reward": (reward or {}).get("reward"),
                 "user_model": config.user_model}})
-    (run_dir / TRAJECTORY.file).write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    (run_dir / TRAJECTORY.file).write_text(dumps_text(data, indent=2, default=str), encoding="utf-8")
 
 
 async def run_simulation(scenario: DomainScenario, task: Task, trial: int, seed: int | None, pool: EnvPool,
@@ -275,10 +276,10 @@ async def run_simulation(scenario: DomainScenario, task: Task, trial: int, seed:
     if sim.termination_reason != INFRASTRUCTURE_ERROR:
         reward = await evaluate_simulation(data, task, sim.messages, sim.termination_reason, nl_judge)
     reward_dict = reward.to_dict() if reward is not None else None
-    (run_dir / "simulation.json").write_text(json.dumps({**sim.to_dict(), "reward_info": reward_dict}, indent=2,
-                                                        ensure_ascii=False, default=str))
+    (run_dir / "simulation.json").write_text(dumps_text({**sim.to_dict(), "reward_info": reward_dict}, indent=2,
+                                                        default=str), encoding="utf-8")
     if reward_dict is not None:
-        (run_dir / "reward.json").write_text(json.dumps(reward_dict, indent=2, ensure_ascii=False, default=str))
+        (run_dir / "reward.json").write_text(dumps_text(reward_dict, indent=2, default=str), encoding="utf-8")
     _trajectory(run_dir, domain, task, trial, config, sim, reward_dict)
     return sim, reward, None
 
@@ -351,7 +352,7 @@ def write_metadata(out: Path, config: Tau2Config, extra: dict[str, Any] | None =
         "report_columns": {"benchmark": BENCHMARK, "model": config.model, "columns": columns_from(tau2),
                            "notes": notes}, **(extra or {})})
     tmp = out / (METADATA.file + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False, default=str))
+    tmp.write_text(dumps_text(meta, indent=2, default=str), encoding="utf-8")
     tmp.replace(out / METADATA.file)
     return meta
 
