@@ -147,6 +147,23 @@ def trained_spans(ids, labels):
     return spans + ([current] if current else [])
 
 
+def assert_trains_the_assistant_turns(tokenizer, ids, labels, expected):
+    """Of a ``--rows rollout`` row's tokens, exactly the assistant turns are trained (one run of tokens each, as the
+    template renders the turn: its text, its calls with their arguments, the end of turn); the task and the tool
+    results are not."""
+    spans = trained_spans(ids, labels)
+    assistants = [m for m in expected["messages"] if m["role"] == "assistant"]
+    assert len(spans) == len(assistants) == expected["num_turns"] == sum(expected["loss_mask"])
+    for span, message in zip(spans, assistants):
+        text = tokenizer.decode(span)
+        assert "<|im_start|>" not in text and text.endswith("<|im_end|>\n")
+        assert (message["content"] or "") in text
+        for call in message.get("tool_calls") or []:
+            assert call["function"]["name"] in text and call["function"]["arguments"] in text
+    untrained = tokenizer.decode([t for t, label in zip(ids, labels) if label == -100])
+    assert expected["task"] in untrained and "The Silent Orchard" in untrained  # the task and a tool result
+
+
 def rendered_tools(text: str):
     """The tool schemas the Qwen3 template wrote into a prompt (one JSON object per line inside <tools>)."""
     if "# Tools\n" not in text:
@@ -205,18 +222,7 @@ def test_trl_sft_messages_rows_train_every_assistant_turn_and_nothing_else(expor
         written = file_rows(exports / f"{shape}.jsonl")
         prepared = sft_trainer(tmp_path, tiny, source, assistant_only_loss=True).train_dataset
         for i, expected in enumerate(written):
-            spans = trained_spans(prepared[i]["input_ids"], prepared[i]["labels"])
-            assistants = [m for m in expected["messages"] if m["role"] == "assistant"]
-            assert len(spans) == len(assistants) == expected["num_turns"] == sum(expected["loss_mask"])
-            for span, message in zip(spans, assistants):
-                text = tokenizer.decode(span)
-                assert "<|im_start|>" not in text and text.endswith("<|im_end|>\n")
-                assert (message["content"] or "") in text
-                for call in message.get("tool_calls") or []:
-                    assert call["function"]["name"] in text and call["function"]["arguments"] in text
-            untrained = tokenizer.decode([t for t, label in zip(prepared[i]["input_ids"], prepared[i]["labels"])
-                                          if label == -100])
-            assert expected["task"] in untrained and "The Silent Orchard" in untrained  # task and tool results
+            assert_trains_the_assistant_turns(tokenizer, prepared[i]["input_ids"], prepared[i]["labels"], expected)
     capsys.readouterr()
 
 
@@ -250,19 +256,8 @@ def test_verl_multiturn_sft_masks_exactly_the_assistant_turns(exports, template,
     dataset = MultiTurnSFTDataset(str(exports / f"{shape}.parquet"), tokenizer, config)
     assert len(dataset) == len(written)
     for i, expected in enumerate(written):
-        item = dataset[i]
-        ids, mask = item["input_ids"].tolist(), item["loss_mask"].tolist()
-        spans = trained_spans(ids, [t if m else -100 for t, m in zip(ids, mask)])
-        assistants = [m for m in expected["messages"] if m["role"] == "assistant"]
-        assert len(spans) == len(assistants) == sum(expected["loss_mask"])
-        for span, message in zip(spans, assistants):
-            text = tokenizer.decode(span)
-            assert "<|im_start|>" not in text and text.endswith("<|im_end|>\n")
-            assert (message["content"] or "") in text
-            for call in message.get("tool_calls") or []:
-                assert call["function"]["name"] in text and call["function"]["arguments"] in text
-        untrained = tokenizer.decode([t for t, m in zip(ids, mask) if not m])
-        assert expected["task"] in untrained and "The Silent Orchard" in untrained
+        ids, mask = dataset[i]["input_ids"].tolist(), dataset[i]["loss_mask"].tolist()
+        assert_trains_the_assistant_turns(tokenizer, ids, [t if m else -100 for t, m in zip(ids, mask)], expected)
     capsys.readouterr()
 
 

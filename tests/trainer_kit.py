@@ -1,17 +1,16 @@
 """What the trainer-consumer tests share: a tiny random-initialised Qwen3 model and a tokenizer built offline.
 
 Nothing is downloaded. The tokenizer is a byte-level BPE trained in a moment on the sample environments' own text
-(every string encodes; chat markers and tool-call tags are single tokens, special or not as in Qwen3's) and carries TRL's shipped Qwen3 chat
-template (``trl/chat_templates/qwen3.jinja``), so TRL recognises it as Qwen3 and parses tool calls the way it does
-for the real model. The model is a Qwen3 configuration with two layers of width 32.
+(every string encodes; chat markers and tool-call tags are single tokens, special or not as in Qwen3's) and carries
+TRL's shipped Qwen3 chat template (``trl/chat_templates/qwen3.jinja``), so TRL recognises it as Qwen3 and parses
+tool calls the way it does for the real model. The model is a Qwen3 configuration with two layers of width 32.
 
-Importing this module needs the CPU test extra (torch, transformers, tokenizers, TRL); the tests that use it skip
-before, with ``requires_trainers``'s reason, when that extra is not installed.
+The builders need the CPU trainer extra (``make trainers``); a test module calls ``requires_trainers`` first, which
+skips it, saying which library is missing, when the extra is not installed (a ``make setup``-only environment).
 """
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
@@ -81,5 +80,4 @@ def save_model_dir(path: Path, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     model.generation_config.save_pretrained(path)
-    (path / "awm_tiny.json").write_text(json.dumps({"built_by": __name__}))
     return path
