@@ -696,6 +696,8 @@ class EnvPool:
                     ready.remove(episode)
             await victim.stop()
             victim.release_home()
+            if victim.log_path != self.log_path:  # its log goes with it: the logs of a long run stay bounded
+                victim.log_path.unlink(missing_ok=True)
 
     async def close(self) -> None:
         for task in [*self._refreshing.values(), *self._prefetching, *self._spare_tasks]:
