@@ -59,12 +59,57 @@ def quote_ident(name: object) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 << 20, max_bytes: int = 64 << 20):
+def no_settings(action: int, arg1, arg2, db_name, trigger) -> int:
+    """Generated SQL may not change how the connection is bounded: no ``PRAGMA`` but the introspection ones (a
+    ``PRAGMA max_page_count`` or ``cache_size`` would lift the caps), no ``ATTACH``."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in SAFE_PRAGMAS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class Bounds:
+    """What ``bounded`` set on a connection: ``restart()`` before each statement; ``spent`` once the total time is
+    used up (every later statement is interrupted at once); ``release()`` before awm's own queries."""
+
+    def __init__(self, conn: sqlite3.Connection, seconds: float, total_seconds: float):
+        self.conn = conn
+        self.seconds = seconds
+        self.total_seconds = total_seconds
+        self.deadline: float | None = None
+        self.total_deadline: float | None = None
+
+    def restart(self) -> None:
+        self.deadline = None
+
+    @property
+    def spent(self) -> bool:
+        return self.total_deadline is not None and time.monotonic() > self.total_deadline
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if self.total_deadline is None:
+            self.total_deadline = now + self.total_seconds
+        if self.deadline is None:
+            self.deadline = now + self.seconds
+        return 1 if now > self.deadline or now > self.total_deadline else 0
+
+    def release(self) -> None:
+        """The generated SQL is done: no more clock; awm's own statements may set pragmas (ATTACH stays denied)."""
+        self.conn.set_progress_handler(None, 0)
+        self.conn.set_authorizer(deny_attach)
+
+
+def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 << 20, max_bytes: int = 64 << 20,
+            total_seconds: float = 10.0) -> Bounds:
     """Generated SQL the awm process itself runs (the catalog introspects a scenario's DDL in memory): a statement
-    that computes for longer than ``seconds`` is interrupted, no string or blob may exceed ``max_length`` bytes
-    (a ``CREATE TABLE … AS SELECT zeroblob(4e8)`` fails instead of taking the process to gigabytes), and the
-    database (main and temp) may not grow past ``max_bytes`` in total (many rows of 1 MB each fail the same way:
-    "database or disk is full"). Returns a function that starts the clock again (call it before each statement)."""
+    that computes for longer than ``seconds`` is interrupted, and all of them together get ``total_seconds`` (many
+    statements of two seconds each add up: ``Bounds.spent`` says when the rest should not even start); no string or
+    blob may exceed ``max_length`` bytes (a ``CREATE TABLE … AS SELECT zeroblob(4e8)`` fails instead of taking the
+    process to gigabytes), and the database (main and temp) may not grow past ``max_bytes`` in total (many rows of
+    1 MB each fail the same way: "database or disk is full"). The SQL can change none of this: no ``PRAGMA`` but
+    introspection, no ``ATTACH`` (``no_settings``)."""
     try:
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_length)
     except AttributeError:  # Python < 3.11
@@ -72,13 +117,7 @@ def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 
     for schema in ("main", "temp"):
         page = conn.execute(f"PRAGMA {schema}.page_size").fetchone()[0] or 4096
         conn.execute(f"PRAGMA {schema}.max_page_count = {max(1, max_bytes // page)}")
-    state = {"deadline": None}
-
-    def check() -> int:
-        now = time.monotonic()
-        if state["deadline"] is None:
-            state["deadline"] = now + seconds
-        return 1 if now > state["deadline"] else 0
-
-    conn.set_progress_handler(check, 10_000)
-    return lambda: state.update(deadline=None)
+    conn.set_authorizer(no_settings)
+    bounds = Bounds(conn, seconds, total_seconds)
+    conn.set_progress_handler(bounds, 10_000)
+    return bounds
