@@ -190,18 +190,24 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     ``timeout`` comes back as a report with ``fatal`` set. When no database was built (no schema, a failed
     build), ``placeholder`` leaves an empty database at ``path`` (what the template cache hands episodes);
     without it ``path`` is left absent (``awm db build``: a failed build writes no file)."""
-    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+    from awm_engine.sandbox import limits
+    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, sandbox_ids
 
     path = Path(path).resolve()  # the sandbox runs in a directory of its own: relative paths would miss
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=path.parent))
     os.chmod(scratch, 0o755)
+    # the data's SQL decides how big the database gets: its scratch directory has a worker's quota (a template
+    # larger than that could not be copied into a worker anyway), and without one each file a worker's size
+    disk_mb = limits.DISK_MB
+    quota = limits.mount_quota(scratch, disk_mb, *sandbox_ids())
     try:
         request = scratch / "request.json"
         request.write_text(json.dumps({"scenario": scenario, "db_schema": db_schema, "sample_data": sample_data},
                                       ensure_ascii=False))
         out_db, out_report = scratch / "out.db", scratch / "report.json"
-        sandbox = Sandbox(SandboxPolicy(writable=[str(scratch)], memory_mb=2048, max_procs=16), "build")
+        sandbox = Sandbox(SandboxPolicy(writable=[str(scratch)], memory_mb=2048, max_procs=16, file_size_mb=disk_mb),
+                          "build")
         try:
             result = sandbox.run([sys.executable, "-m", "awm_engine.db.build", str(request), str(out_db),
                                   str(out_report)], timeout=timeout, stdout=subprocess.DEVNULL,
@@ -210,6 +216,8 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
                 f"exited with {result.returncode}: {(result.stderr or b'').decode(errors='replace')[-500:]}"
         except subprocess.TimeoutExpired:
             failure = f"did not finish within {timeout:.0f}s"
+        if failure is not None and quota and _nearly_full(scratch):
+            failure = f"filled its disk quota of {disk_mb} MB (AWM_SANDBOX_DISK_MB) and {failure}"
         if failure is not None:
             report = BuildReport(scenario=scenario, path=str(path), built_at=time.time(),
                                  time_dependent=time_dependence(db_schema, sample_data))
@@ -254,7 +262,17 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
         os.replace(partial, path)
         return report
     finally:
+        if quota:
+            limits.unmount_quota(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _nearly_full(directory: Path) -> bool:
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 1 << 20
 
 
 def _main(argv: list[str]) -> int:
