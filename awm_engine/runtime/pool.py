@@ -31,7 +31,7 @@ from typing import Any
 from awm_engine.data.catalog import Scenario
 from awm_engine.db.build import BuildReport
 from awm_engine.db.templates import TemplateCache, template_facts
-from awm_engine.runtime import protocol
+from awm_engine.runtime import caps, protocol
 from awm_engine.runtime.episode import (
     DEFAULT_CALL_TIMEOUT,
     ON_TIMEOUT,
@@ -426,11 +426,17 @@ class PoolEpisode:
             if exc.kind == "worker_died":
                 await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal", traceback=exc.traceback)
-        self.left_running = bool(data.pop("left_running", 0))  # close and reset wait for it in the worker
-        if data.pop("stuck", False):  # a handler thread would not stop: recycle the worker
+        try:  # the worker runs the environment's code: its answer is checked and cut here, not trusted
+            data = protocol.call_answer(data)
+        except protocol.MalformedAnswer as exc:
+            await self.pool._restart(self.worker, generation)
+            return ToolResult(f"Error calling {name}: environment worker {self.worker.index} sent a malformed answer "
+                              f"({exc}); it was restarted", True, error_kind="internal")
+        self.left_running = bool(data.pop("left_running"))  # close and reset wait for it in the worker
+        if data.pop("stuck"):  # a handler thread would not stop: recycle the worker
             await self.pool._restart(self.worker, generation)
             data["text"] += " (the environment worker was restarted)"
-        return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})
+        return caps.cap_result(ToolResult(**data), caps.DEFAULT_RESULT_CAP)
 
     async def reset(self) -> None:
         for attempt in (1, 2):

@@ -1,0 +1,71 @@
+"""The worker is where an environment's code runs, so its answers are the environment's to forge: the code can
+replace the worker's own functions (``protocol.ok_reply``) or write to its socket. The parent trusted them
+(found by attacking it as a hostile environment author would; each test fails while its gap is open):
+
+- a call's traceback is cut to 20,000 characters by the worker, and nowhere else: a forged 15 MB traceback on
+  every call went whole into the run's ``events.jsonl`` (and ``calls.jsonl`` under ``awm env serve``) — a few
+  hundred calls fill the host's disk under every other run of the same ``awm eval run``;
+- a call's fields were used as they came: a text that is not a string (a list of a million lists: 16 MB on the
+  wire, hundreds of MB in the parent) went into the ``ToolResult`` and on to whatever read it.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from tinyenv import make_env_dir
+
+from awm_engine.agent.policies import OraclePolicy
+from awm_engine.data.catalog import Catalog
+from awm_engine.eval.episode import run_episode
+from awm_engine.runtime.pool import EnvPool
+
+MB = 1 << 20
+
+FORGE = '''
+import awm_engine.runtime.protocol as _protocol
+_ok_reply = _protocol.ok_reply
+
+def _forged(rid, result):
+    if isinstance(result, dict) and "text" in result:
+        result = {**result, FIELDS}
+    return _ok_reply(rid, result)
+
+_protocol.ok_reply = _forged
+'''
+
+
+def forging(fields: str) -> str:
+    return FORGE.replace("FIELDS", fields)
+
+
+def test_a_forged_traceback_does_not_reach_the_runs_files_whole(tmp_path):
+    code = forging('"traceback": "Traceback (most recent call last):\\n" + "T" * 15_000_000, "is_error": True, '
+                   '"error_kind": "http_5xx" * 1000, "status": 500')
+    catalog = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})])
+    solution = {"calls": [{"tool": "list_notes", "arguments": {}}] * 3, "final_answer": "done"}
+    outcome = asyncio.run(run_episode(catalog, catalog.get("forger"), 0, OraclePolicy(solution),
+                                      run_dir=tmp_path / "run", verify_mode=None))
+    assert outcome.rollout is not None and outcome.failure is None, outcome.failure
+    events = (tmp_path / "run" / "events.jsonl").stat().st_size
+    assert events < 2 * MB, f"three forged answers put {events / MB:.0f} MB into events.jsonl"
+    trajectory = (tmp_path / "run" / "trajectory.json").stat().st_size
+    assert trajectory < 2 * MB, f"three forged answers put {trajectory / MB:.0f} MB into trajectory.json"
+
+
+def test_a_forged_answer_of_the_wrong_shape_is_an_error_and_the_worker_is_replaced(tmp_path):
+    code = forging('"text": [[] for _ in range(1_000_000)]')
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})]).get("forger")
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            pid = episode.worker.proc.pid
+            result = await episode.call_tool("list_notes", {})
+            replaced = episode.worker.proc.pid != pid
+            await episode.close()
+            return result, replaced
+
+    result, replaced = asyncio.run(go())
+    assert isinstance(result.text, str), f"the parent kept a forged {type(result.text).__name__} as the result's text"
+    assert result.is_error and result.error_kind == "internal" and "malformed" in result.text, result.text[:300]
+    assert replaced  # a worker that broke the protocol is not trusted with another call
