@@ -2,11 +2,18 @@
 
 Rows are matched by primary key, else by rowid. For every table present in either database the
 diff lists inserted rows, deleted rows and updated rows with the columns that changed.
+
+The databases compared are usually an episode's, written by the environment's code: anything at all. Reading
+them is bounded (``DiffLimits``): no value over 16 MiB (a generated column ``AS (zeroblob(4e8))`` in an 8 KB file
+is computed at every read: it took a diff to 8 GB), 2 million values and 256 MiB of text and blobs read in all, a
+minute of SQLite's time. A diff that reaches a bound stops there and says so (``DbDiff.incomplete``): what it
+lists is right, it is not all.
 """
 from __future__ import annotations
 
 import shutil
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +54,7 @@ class DbDiff:
     before: str
     after: str
     tables: list[TableDiff]
+    incomplete: str | None = None  # why the diff stopped before the end (a bound of ``DiffLimits``), if it did
 
     @property
     def is_empty(self) -> bool:
@@ -64,7 +72,7 @@ class DbDiff:
         from dataclasses import asdict
 
         return {"before": self.before, "after": self.after, "summary": self.counts(),
-                "tables": [asdict(t) for t in self.tables]}
+                "tables": [asdict(t) for t in self.tables], "incomplete": self.incomplete}
 
 
 def snapshot(src: Path | str, dst: Path | str) -> Path:
@@ -90,7 +98,52 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
     return dst
 
 
-def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[str], dict[tuple, dict[str, Any]]]:
+@dataclass
+class DiffLimits:
+    """How much of two databases a diff reads (they may be anything an environment's code wrote)."""
+
+    value_bytes: int = 16 << 20  # one text or blob (SQLite's SQLITE_LIMIT_LENGTH on the connections)
+    values: int = 2_000_000  # values read in all
+    bytes: int = 256 << 20  # text and blob bytes read in all
+    seconds: float = 60.0  # SQLite's time in all
+
+
+class DiffStopped(Exception):
+    """A bound of ``DiffLimits`` was reached."""
+
+
+class _Budget:
+    def __init__(self, limits: DiffLimits):
+        self.limits = limits
+        self.values = 0
+        self.bytes = 0
+        self.deadline = time.monotonic() + limits.seconds
+
+    def __call__(self) -> int:  # SQLite's progress handler: non-zero interrupts the statement
+        return 1 if time.monotonic() > self.deadline else 0
+
+    def take(self, row: tuple) -> None:
+        self.values += len(row)
+        self.bytes += sum(len(v) for v in row if isinstance(v, (str, bytes)))
+        if self.values > self.limits.values:
+            raise DiffStopped(f"the databases hold more than {self.limits.values:,} values")
+        if self.bytes > self.limits.bytes:
+            raise DiffStopped(f"the databases hold more than {self.limits.bytes >> 20} MiB of text and blobs")
+
+
+def _open(path: Path | str, budget: _Budget) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, budget.limits.value_bytes)
+    except AttributeError:  # Python < 3.11
+        pass
+    conn.execute("PRAGMA trusted_schema = OFF")  # functions the schema names run only if SQLite deems them harmless
+    conn.set_progress_handler(budget, 10_000)
+    return conn
+
+
+def _read_table(db: sqlite_utils.Database, name: str,
+                budget: _Budget) -> tuple[list[str], list[str], dict[tuple, dict[str, Any]]]:
     table = db[name]
     columns = [c.name for c in table.columns]
     pks = [c.name for c in table.columns if c.is_pk]
@@ -102,6 +155,7 @@ def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[s
     cursor = db.conn.execute(f'SELECT {select} FROM {quote_ident(name)}')
     names = [d[0] for d in cursor.description]
     for values in cursor:
+        budget.take(values)
         record = dict(zip(names, values))
         key = tuple(record[k] for k in key_cols)
         if not pks:
@@ -110,45 +164,61 @@ def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[s
     return columns, key_cols, rows
 
 
-def diff_databases(before: Path | str, after: Path | str) -> DbDiff:
-    """Row-level differences from ``before`` to ``after`` (only tables that changed are listed)."""
+def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | None = None) -> DbDiff:
+    """Row-level differences from ``before`` to ``after`` (only tables that changed are listed); a diff that reaches
+    a bound of ``limits`` lists what it read and says why it stopped (``incomplete``)."""
     import sqlite_utils  # here, not at import: it imports pandas when installed (0.6 s off every awm start)
 
-    a = sqlite_utils.Database(sqlite3.connect(f"file:{before}?mode=ro", uri=True))
-    b = sqlite_utils.Database(sqlite3.connect(f"file:{after}?mode=ro", uri=True))
+    budget = _Budget(limits or DiffLimits())
+    a = sqlite_utils.Database(_open(before, budget))
+    b = sqlite_utils.Database(_open(after, budget))
+    tables: list[TableDiff] = []
     try:
-        names_a = [n for n in a.table_names() if not n.startswith("sqlite_")]
-        names_b = [n for n in b.table_names() if not n.startswith("sqlite_")]
-        tables: list[TableDiff] = []
-        for name in names_a + [n for n in names_b if n not in names_a]:
-            if name not in names_b:
-                cols, keys, rows = _read_table(a, name)
-                tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
-                continue
-            if name not in names_a:
-                cols, keys, rows = _read_table(b, name)
-                tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
-                continue
-            cols_a, keys, rows_a = _read_table(a, name)
-            cols_b, keys_b, rows_b = _read_table(b, name)
-            diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
-                             columns_removed=[c for c in cols_a if c not in cols_b])
-            if keys != keys_b:  # the key itself changed: compare by whole rows
-                rows_a = {tuple(r.items()): r for r in rows_a.values()}
-                rows_b = {tuple(r.items()): r for r in rows_b.values()}
-            for key, row in rows_b.items():
-                old = rows_a.get(key)
-                if old is None:
-                    diff.inserted.append(row)
-                    continue
-                changed = [c for c in row if c in old and old[c] != row[c]]
-                if changed:
-                    key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
-                    diff.updated.append(RowUpdate(key_dict, old, row, changed))
-            diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
-            if diff.changed:
-                tables.append(diff)
-        return DbDiff(str(before), str(after), tables)
+        _diff_tables(a, b, budget, tables)
+    except DiffStopped as exc:
+        return DbDiff(str(before), str(after), tables, f"{exc}: the diff stopped there")
+    except (sqlite3.OperationalError, sqlite3.DataError) as exc:
+        if "interrupted" in str(exc):
+            why = f"reading took more than {budget.limits.seconds:.0f} s"
+        elif "too big" in str(exc):
+            why = f"a value is over {budget.limits.value_bytes >> 20} MiB"
+        else:
+            raise
+        return DbDiff(str(before), str(after), tables, f"{why}: the diff stopped there")
     finally:
         a.conn.close()
         b.conn.close()
+    return DbDiff(str(before), str(after), tables)
+
+
+def _diff_tables(a, b, budget: _Budget, tables: list[TableDiff]) -> None:
+    names_a = [n for n in a.table_names() if not n.startswith("sqlite_")]
+    names_b = [n for n in b.table_names() if not n.startswith("sqlite_")]
+    for name in names_a + [n for n in names_b if n not in names_a]:
+        if name not in names_b:
+            cols, keys, rows = _read_table(a, name, budget)
+            tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
+            continue
+        if name not in names_a:
+            cols, keys, rows = _read_table(b, name, budget)
+            tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
+            continue
+        cols_a, keys, rows_a = _read_table(a, name, budget)
+        cols_b, keys_b, rows_b = _read_table(b, name, budget)
+        diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
+                         columns_removed=[c for c in cols_a if c not in cols_b])
+        if keys != keys_b:  # the key itself changed: compare by whole rows
+            rows_a = {tuple(r.items()): r for r in rows_a.values()}
+            rows_b = {tuple(r.items()): r for r in rows_b.values()}
+        for key, row in rows_b.items():
+            old = rows_a.get(key)
+            if old is None:
+                diff.inserted.append(row)
+                continue
+            changed = [c for c in row if c in old and old[c] != row[c]]
+            if changed:
+                key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
+                diff.updated.append(RowUpdate(key_dict, old, row, changed))
+        diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
+        if diff.changed:
+            tables.append(diff)

@@ -1,0 +1,55 @@
+"""The databases awm diffs (``awm db diff``, ``awm agent replay --step``, the TUI's verdict and replay views) are
+usually an episode's: written by the environment's code, anything at all. The diff read every table whole into the
+awm process, computing whatever the schema said (found by attacking awm as a hostile environment author would; the
+test fails while the gap is open): a generated column ``AS (zeroblob(400000000))`` on 20 rows — an 8 KB
+``final.db`` — took the process to 8 GB (and 28 s), a few more rows to whatever memory the machine has."""
+from __future__ import annotations
+
+import sqlite3
+
+from test_sandbox_attacks_found import peak_rss_mb
+
+DIFF = '''
+import json, sys
+from awm_engine.db.diff import diff_databases
+diff = diff_databases(sys.argv[1], sys.argv[2])
+OUT = {"counts": diff.counts(), "incomplete": getattr(diff, "incomplete", None)}
+'''
+
+
+def test_a_hostile_final_db_cannot_take_the_diffing_process_to_gigabytes(tmp_path):
+    before, after = tmp_path / "initial.db", tmp_path / "final.db"
+    con = sqlite3.connect(before)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    con.execute("INSERT INTO notes VALUES (1, 'first')")
+    con.commit()
+    con.close()
+    con = sqlite3.connect(after)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    con.execute("INSERT INTO notes VALUES (1, 'changed')")
+    con.execute("CREATE TABLE zz_bomb (id INTEGER PRIMARY KEY, x, g AS (zeroblob(400000000)))")
+    con.executemany("INSERT INTO zz_bomb (id, x) VALUES (?, ?)", [(i, i) for i in range(6)])
+    con.commit()
+    con.close()
+    assert after.stat().st_size < 64 << 10
+    out = peak_rss_mb(DIFF, str(before), str(after))
+    assert out["peak_mb"] < 500, f"diffing an {after.stat().st_size >> 10} KB database took {out['peak_mb']} MB: {out}"
+    assert out["counts"]["updated"] == 1, out  # what it could read is there
+    assert out["incomplete"] and "16 MiB" in out["incomplete"], out  # and it says it stopped
+
+
+def test_a_diff_that_stops_at_its_bounds_says_so(tmp_path):
+    from awm_engine.db.diff import DiffLimits, diff_databases
+
+    before, after = tmp_path / "a.db", tmp_path / "b.db"
+    for path, rows in ((before, 10), (after, 5000)):
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        con.executemany("INSERT INTO notes VALUES (?, ?)", [(i, f"note {i}") for i in range(rows)])
+        con.commit()
+        con.close()
+    whole = diff_databases(before, after)
+    assert whole.incomplete is None and whole.counts()["inserted"] == 4990
+    cut = diff_databases(before, after, DiffLimits(values=1000))
+    assert cut.incomplete and "1,000 values" in cut.incomplete
+    assert "incomplete" in cut.to_dict()
