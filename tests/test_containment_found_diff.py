@@ -53,3 +53,28 @@ def test_a_diff_that_stops_at_its_bounds_says_so(tmp_path):
     cut = diff_databases(before, after, DiffLimits(values=1000))
     assert cut.incomplete and "1,000 values" in cut.incomplete
     assert "incomplete" in cut.to_dict()
+
+
+DUMP = '''
+import json, sys
+from awm_engine.gen.stage_verifier import database_dump
+text = database_dump(sys.argv[1])
+OUT = {"length": len(text), "head": text[:200]}
+'''
+
+
+def test_awm_gen_shows_the_model_a_bounded_dump_of_a_generated_database(tmp_path):
+    """``awm gen``'s verifier stage dumps the scenario's initial database (built from generated SQL) to show the
+    model its first 40,000 characters — after reading the whole of it into one string: 300 rows of a megabyte
+    (what one generated INSERT builds) took the process to 600 MB, twice the database, whatever its size (a
+    template may take a worker's whole 1 GB quota). Only what is shown is read now."""
+    db = tmp_path / "initial.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    con.execute("INSERT INTO notes (text) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 300) "
+                "SELECT printf('%.*c', 1000000, 'x') FROM c")
+    con.commit()
+    con.close()
+    out = peak_rss_mb(DUMP, str(db))
+    assert out["peak_mb"] < 300, f"dumping a {db.stat().st_size >> 20} MB database took {out['peak_mb']} MB: {out}"
+    assert out["length"] < 50_000 and "CREATE TABLE" in out["head"], out

@@ -121,3 +121,20 @@ def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 
     bounds = Bounds(conn, seconds, total_seconds)
     conn.set_progress_handler(bounds, 10_000)
     return bounds
+
+
+def open_untrusted(path, value_bytes: int = 16 << 20, deadline: "Deadline | None" = None) -> sqlite3.Connection:
+    """A read-only connection to a database someone else's code wrote (an episode's, a generated template): no value
+    over ``value_bytes`` (a generated column ``AS (zeroblob(4e8))`` is computed at every read), functions the schema
+    names run only where SQLite deems them harmless (``trusted_schema`` off), no ``ATTACH``, and statements stop at
+    ``deadline`` (a ``Deadline``) when given."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, value_bytes)
+    except AttributeError:  # Python < 3.11
+        pass
+    conn.execute("PRAGMA trusted_schema = OFF")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    if deadline is not None:
+        conn.set_progress_handler(deadline, 10_000)
+    return conn

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from awm_engine.data.sql_guard import quote_ident
+from awm_engine.data.sql_guard import Deadline, open_untrusted, quote_ident
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -112,15 +111,12 @@ class DiffStopped(Exception):
     """A bound of ``DiffLimits`` was reached."""
 
 
-class _Budget:
+class _Budget(Deadline):
     def __init__(self, limits: DiffLimits):
+        super().__init__(limits.seconds)
         self.limits = limits
         self.values = 0
         self.bytes = 0
-        self.deadline = time.monotonic() + limits.seconds
-
-    def __call__(self) -> int:  # SQLite's progress handler: non-zero interrupts the statement
-        return 1 if time.monotonic() > self.deadline else 0
 
     def take(self, row: tuple) -> None:
         self.values += len(row)
@@ -129,17 +125,6 @@ class _Budget:
             raise DiffStopped(f"the databases hold more than {self.limits.values:,} values")
         if self.bytes > self.limits.bytes:
             raise DiffStopped(f"the databases hold more than {self.limits.bytes >> 20} MiB of text and blobs")
-
-
-def _open(path: Path | str, budget: _Budget) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, budget.limits.value_bytes)
-    except AttributeError:  # Python < 3.11
-        pass
-    conn.execute("PRAGMA trusted_schema = OFF")  # functions the schema names run only if SQLite deems them harmless
-    conn.set_progress_handler(budget, 10_000)
-    return conn
 
 
 def _read_table(db: sqlite_utils.Database, name: str,
@@ -170,8 +155,8 @@ def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | N
     import sqlite_utils  # here, not at import: it imports pandas when installed (0.6 s off every awm start)
 
     budget = _Budget(limits or DiffLimits())
-    a = sqlite_utils.Database(_open(before, budget))
-    b = sqlite_utils.Database(_open(after, budget))
+    a = sqlite_utils.Database(open_untrusted(before, budget.limits.value_bytes, budget))
+    b = sqlite_utils.Database(open_untrusted(after, budget.limits.value_bytes, budget))
     tables: list[TableDiff] = []
     try:
         _diff_tables(a, b, budget, tables)
