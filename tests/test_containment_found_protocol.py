@@ -6,7 +6,9 @@ replace the worker's own functions (``protocol.ok_reply``) or write to its socke
   every call went whole into the run's ``events.jsonl`` (and ``calls.jsonl`` under ``awm env serve``) — a few
   hundred calls fill the host's disk under every other run of the same ``awm eval run``;
 - a call's fields were used as they came: a text that is not a string (a list of a million lists: 16 MB on the
-  wire, hundreds of MB in the parent) went into the ``ToolResult`` and on to whatever read it.
+  wire, hundreds of MB in the parent) went into the ``ToolResult`` and on to whatever read it;
+- a ``load`` answer is kept for the scenario's whole life in the pool: a tool whose schema holds millions of empty
+  lists (12 MB on the wire, 200 MB in the parent) per scenario added up to gigabytes over an evaluation.
 """
 from __future__ import annotations
 
@@ -69,3 +71,58 @@ def test_a_forged_answer_of_the_wrong_shape_is_an_error_and_the_worker_is_replac
     assert isinstance(result.text, str), f"the parent kept a forged {type(result.text).__name__} as the result's text"
     assert result.is_error and result.error_kind == "internal" and "malformed" in result.text, result.text[:300]
     assert replaced  # a worker that broke the protocol is not trusted with another call
+
+
+FORGE_TOOLS = '''
+import awm_engine.runtime.protocol as _protocol
+_encode = _protocol.encode
+
+def _forged(message):  # the load's own answer is encoded after this import: ok_reply looks encode up then
+    result = message.get("result")
+    if isinstance(result, dict) and "tools" in result:
+        junk = {"name": "junk", "description": "", "inputSchema": {"type": "object", "x": [[] for _ in range(3_000_000)]}}
+        message = {**message, "result": {**result, "tools": result["tools"] + [junk]}}
+    return _encode(message)
+
+_protocol.encode = _forged
+'''
+
+OPEN_ALL = '''
+import asyncio, json, sys
+from awm_engine.data.catalog import Catalog
+from awm_engine.runtime.episode import EnvLoadError
+from awm_engine.runtime.pool import EnvPool
+catalog = Catalog.load([sys.argv[1]])
+
+async def go():
+    opened, refused, episodes = [], [], []
+    async with EnvPool(workers=1, spares=0) as pool:
+        for scenario in catalog:
+            try:
+                episodes.append(await pool.open_episode(scenario))
+                opened.append(scenario.key)
+            except EnvLoadError as exc:
+                refused.append(str(exc)[:200])
+        import gc
+        gc.collect()
+        hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:")][0] // 1024
+        for episode in episodes:
+            await episode.close()
+    return opened, refused, hwm
+
+opened, refused, rss = asyncio.run(go())
+OUT = {"opened": opened, "refused": refused, "rss_mb": rss}
+'''
+
+
+def test_a_forged_list_of_tools_is_not_kept_by_the_parent(tmp_path):
+    """A ``load`` answer is kept for as long as the scenario is loaded (every episode of it holds its tools): three
+    scenarios whose code adds a tool with three million empty lists in its schema (12 MB on the wire each) held
+    over 600 MB in the parent for the whole run, and an evaluation of many such scenarios holds gigabytes."""
+    data = make_env_dir(tmp_path / "d", {f"Forger{i}": FORGE_TOOLS for i in range(3)})
+    from test_sandbox_attacks_found import peak_rss_mb
+
+    out = peak_rss_mb(OPEN_ALL, str(data))
+    assert out["rss_mb"] < 400, f"the parent kept {out['rss_mb']} MB after loading three forging scenarios: {out}"
+    assert out["opened"] == [] and len(out["refused"]) == 3, out
+    assert all("malformed answer" in why for why in out["refused"]), out

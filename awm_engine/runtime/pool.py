@@ -777,10 +777,10 @@ class EnvPool:
                 try:
                     # the sealed template goes into the worker's own directory (created there, never followed)
                     await asyncio.to_thread(_give_template, template.path, worker.home, incoming)
-                    worker.loaded[scenario.key] = await worker.request(
+                    worker.loaded[scenario.key] = protocol.load_answer(await worker.request(
                         "load", wait=self.load_timeout, scenario=scenario.key, code=code,
                         template=str(worker.home / incoming), template_built_at=built_at, workdir=str(worker.home),
-                        template_digest=template.digest)
+                        template_digest=template.digest))
                 except (asyncio.TimeoutError, TimeoutError):
                     message = (f"{scenario.key}: the environment did not finish loading within "
                                f"{self.load_timeout:.0f}s (its code loops or sleeps at import); the worker was "
@@ -793,6 +793,11 @@ class EnvPool:
                         self.broken[scenario.key] = f"{scenario.key}: the worker died while loading it: {exc}"
                         await self._restart(worker, generation)
                     raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
+                except protocol.MalformedAnswer as exc:  # the environment's code answered for the worker
+                    message = f"{scenario.key}: environment worker {worker.index} sent a malformed answer: {exc}"
+                    self.broken[scenario.key] = message
+                    await self._restart(worker, generation)
+                    raise EnvLoadError(message, scenario.key) from None
                 finally:
                     await asyncio.to_thread(_discard, worker.home, incoming)
         return worker.loaded[scenario.key]
@@ -816,10 +821,10 @@ class EnvPool:
             if scenario.key not in worker.loaded:
                 await self._make_room(worker, scenario.key)
                 try:
-                    worker.loaded[scenario.key] = await worker.request(
+                    worker.loaded[scenario.key] = protocol.load_answer(await worker.request(
                         "load", wait=self.load_timeout, scenario=scenario.key, hosted=scenario.hosted,
-                        workdir=str(worker.home))
-                except (WorkerError, asyncio.TimeoutError, TimeoutError) as exc:
+                        workdir=str(worker.home)))
+                except (WorkerError, protocol.MalformedAnswer, asyncio.TimeoutError, TimeoutError) as exc:
                     raise EnvLoadError(f"{scenario.key}: {exc or 'the environment did not load in time'}",
                                        scenario.key) from None
         return worker.loaded[scenario.key]
@@ -900,7 +905,9 @@ class EnvPool:
         episode.task_idx = task_idx
         episode.options = options
         if scenario.key in self._templates:
-            episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
+            built = data.get("template_built_at") if isinstance(data, dict) else None  # the worker's: checked
+            episode.template = template_facts(self._templates[scenario.key].report, built if isinstance(
+                built, (int, float)) and not isinstance(built, bool) else None)
         worker.episodes.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode

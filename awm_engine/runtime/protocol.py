@@ -80,6 +80,48 @@ class MalformedAnswer(ValueError):
     """A worker's answer that an honest worker never sends (a field of the wrong type)."""
 
 
+MAX_CONTAINERS = 200_000  # lists and objects in one answer the parent keeps (a tool list: a few thousand)
+MAX_DEPTH = 100
+
+
+def check_size(value: Any, what: str) -> None:
+    """``MalformedAnswer`` when ``value`` holds more than ``MAX_CONTAINERS`` lists and objects or nests deeper than
+    ``MAX_DEPTH``: a line of the channel's 16 MiB can hold five million empty lists, 350 MB in the parent, which a
+    kept answer (a scenario's tools) would hold for the whole run."""
+    count, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            count += 1
+            if count > MAX_CONTAINERS or depth > MAX_DEPTH:
+                raise MalformedAnswer(f"{what} holds more than {MAX_CONTAINERS:,} lists and objects or nests deeper "
+                                      f"than {MAX_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+
+
+def load_answer(result: Any) -> dict[str, Any]:
+    """A ``load`` answer as the parent keeps it (for the scenario's whole life in the pool): its tools a list of
+    objects with a string name and an object input schema, within ``check_size``; ``MalformedAnswer`` otherwise."""
+    if not isinstance(result, dict):
+        raise MalformedAnswer(f"a load's result is a {type(result).__name__}, not an object")
+    tools = result.get("tools")
+    if not isinstance(tools, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("inputSchema"), dict)
+            and isinstance(t.get("description", ""), (str, type(None))) for t in tools):
+        raise MalformedAnswer("a load's tools are not a list of tools (name, description, inputSchema)")
+    methods = result.get("methods") or {}
+    if not isinstance(methods, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in methods.items()):
+        raise MalformedAnswer("a load's methods are not names of HTTP methods")
+    reasons = result.get("fit_reasons") or []
+    if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+        raise MalformedAnswer("a load's fit reasons are not texts")
+    built = result.get("template_built_at")
+    check_size(result, "a load's answer")
+    return {"tools": tools, "shared": result.get("shared") is True, "fit_reasons": reasons, "methods": methods,
+            "template_built_at": built if isinstance(built, (int, float)) and not isinstance(built, bool) else None}
+
+
 def call_answer(result: Any) -> dict[str, Any]:
     """The fields of a ``call`` answer as the parent may keep them. The worker is where the environment's code runs,
     so everything it sends is checked here, never trusted: ``MalformedAnswer`` for a field of the wrong type; the
