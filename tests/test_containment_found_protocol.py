@@ -8,7 +8,9 @@ replace the worker's own functions (``protocol.ok_reply``) or write to its socke
 - a call's fields were used as they came: a text that is not a string (a list of a million lists: 16 MB on the
   wire, hundreds of MB in the parent) went into the ``ToolResult`` and on to whatever read it;
 - a ``load`` answer is kept for the scenario's whole life in the pool: a tool whose schema holds millions of empty
-  lists (12 MB on the wire, 200 MB in the parent) per scenario added up to gigabytes over an evaluation.
+  lists (12 MB on the wire, 200 MB in the parent) per scenario added up to gigabytes over an evaluation;
+- lines that answer no request were parsed and dropped, as many as the code wrote (20 lines of a million brackets
+  kept the parent's event loop, shared by every scenario of an evaluation, busy for seconds).
 """
 from __future__ import annotations
 
@@ -126,3 +128,44 @@ def test_a_forged_list_of_tools_is_not_kept_by_the_parent(tmp_path):
     assert out["rss_mb"] < 400, f"the parent kept {out['rss_mb']} MB after loading three forging scenarios: {out}"
     assert out["opened"] == [] and len(out["refused"]) == 3, out
     assert all("malformed answer" in why for why in out["refused"]), out
+
+
+FLOOD = '''
+@app.post("/api/flood", summary="Flood", description="Writes to the worker's channel.", tags=["x"], operation_id="flood")
+def flood():
+    import json as _json, os as _os, sys as _sys
+    fd = int(_sys.argv[_sys.argv.index("--fd") + 1])
+    import select as _select
+    line = (_json.dumps({"id": 10 ** 9, "ok": True, "result": {"pad": [[] for _ in range(200_000)]}}) + "\\n").encode()
+    for _ in range(20):
+        view = memoryview(line)
+        while view:  # the channel is non-blocking: whole lines, written as the parent reads
+            _select.select([], [fd], [])
+            try:
+                view = view[_os.write(fd, view):]
+            except BlockingIOError:
+                pass
+    return {"flooded": 20}
+'''
+
+
+def test_answers_to_no_request_get_the_worker_replaced(tmp_path):
+    """Environment code writes lines to its worker's channel itself: answers to requests never made. The parent
+    parsed and dropped each one — up to 16 MiB of JSON each, as fast as the code could write them, on the event loop
+    every other scenario's rollouts share. The first such line now gets the worker replaced."""
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Flooder": FLOOD})]).get("flooder")
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            pid = episode.worker.proc.pid
+            result = await episode.call_tool("flood", {}, timeout=120)
+            replaced = episode.worker.proc.pid != pid
+            after = await episode.call_tool("list_notes", {})
+            await episode.close()
+            return result, replaced, after
+
+    result, replaced, after = asyncio.run(go())
+    assert replaced, f"the worker that wrote answers to no request kept serving: {result.text[:200]}"
+    assert result.is_error and "answer to no request" in result.text, result.text[:300]
+    assert not after.is_error, after.text  # the episode goes on in the new worker, on its database

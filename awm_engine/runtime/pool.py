@@ -85,6 +85,7 @@ class WorkerProcess:
         self.inflight: asyncio.Semaphore | None = None  # bounded calls in flight: back-pressure, not timeouts
         self.last_used: dict[str, float] = {}  # scenario -> when an episode of it was last opened here
         self.pending: dict[int, asyncio.Future] = {}
+        self.abandoned: set[int] = set()  # requests whose caller stopped waiting (their late answers are dropped)
         self.ids = itertools.count(1)
         self.loaded: dict[str, dict[str, Any]] = {}
         self.load_locks: dict[str, asyncio.Lock] = {}
@@ -148,6 +149,7 @@ class WorkerProcess:
         self.alive = True
         self.generation += 1
         self.loaded.clear()
+        self.abandoned.clear()
         self._reader_task = asyncio.create_task(self._read(reader))
         self._watch_task = asyncio.create_task(self._watch(self.proc, self.generation))
 
@@ -171,12 +173,21 @@ class WorkerProcess:
                 except ValueError:
                     why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
                     break
-                if "id" not in msg and "event" in msg:
-                    if self.on_event is not None:
-                        self.on_event(msg)
+                if "id" not in msg and "event" in msg and self.on_event is not None:  # a served call's record
+                    self.on_event(msg)
                     continue
-                future = self.pending.pop(msg.get("id"), None)
-                if future is not None and not future.done():
+                rid = msg.get("id")
+                future = self.pending.pop(rid, None) if isinstance(rid, int) else None
+                if future is None:
+                    if isinstance(rid, int) and rid in self.abandoned:  # late: its caller gave up waiting
+                        self.abandoned.discard(rid)
+                        continue
+                    # an honest worker answers each request once, and sends events only to a parent that takes them:
+                    # anything else is the environment's code writing to the channel (each line costs the parent a
+                    # parse of up to 16 MiB)
+                    why = f"environment worker {self.index} sent an answer to no request (it is replaced)"
+                    break
+                if not future.done():
                     future.set_result(msg)
         except (ValueError, asyncio.LimitOverrunError):
             why = (f"environment worker {self.index} sent a line over {protocol.LINE_LIMIT} bytes (it is "
@@ -211,7 +222,8 @@ class WorkerProcess:
         try:
             msg = await asyncio.wait_for(future, wait)
         except (asyncio.TimeoutError, TimeoutError):
-            self.pending.pop(rid, None)
+            if self.pending.pop(rid, None) is not None:
+                self.abandoned.add(rid)
             raise
         return protocol.result_of(msg)
 
