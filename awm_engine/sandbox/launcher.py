@@ -120,6 +120,7 @@ def _cleanup_all() -> None:
             sandbox.cleanup()
         except Exception:  # noqa: BLE001 - at exit: do what can be done
             pass
+    limits.remove_total_groups()
 
 
 atexit.register(_cleanup_all)
