@@ -1,7 +1,12 @@
-"""The database build runs a scenario's SQL in a sandbox, but its scratch directory (in the template cache, on the
-host's disk) had no quota: a few hundred bytes of sample SQL built a template of up to the 2 GB file-size limit —
-each such scenario kept one in the cache for good, and copied it into every worker that loaded it (found by
-attacking awm as a hostile environment author would; the test fails while the gap is open)."""
+"""Databases an environment's SQL or code grows, and the host's disk (found by attacking awm as a hostile
+environment author would; each test fails while its gap is open):
+
+- the database build runs a scenario's SQL in a sandbox, but its scratch directory (in the template cache, on the
+  host's disk) had no quota: a few hundred bytes of sample SQL built a template of up to the 2 GB file-size limit —
+  each such scenario kept one in the cache for good, and copied it into every worker that loaded it;
+- an episode's databases leave its worker's capped directory when it closes: the next episode could fill the
+  directory again, so a run's directories grew by the worker's whole quota per episode.
+"""
 from __future__ import annotations
 
 import sqlite3
@@ -31,3 +36,47 @@ def test_a_scenarios_sql_cannot_build_a_template_past_a_workers_quota(tmp_path, 
         assert "disk quota of 16 MB" in report.fatal, report.fatal
     if report.built:
         assert sqlite3.connect(path).execute("SELECT text FROM notes WHERE id = 1").fetchone() == ("first",)
+
+
+GROW = '''
+@app.post("/api/grow", summary="Grow", description="Grows the database.", tags=["x"], operation_id="grow")
+def grow():
+    from sqlalchemy import text as _text
+    session = SessionLocal()
+    session.execute(_text("INSERT INTO notes (text) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                          "LIMIT 48) SELECT printf('%.*c', 1000000, 'x') FROM c"))
+    session.commit()
+    session.close()
+    return {"grown": 48}
+'''
+
+
+def test_an_episodes_databases_take_a_bounded_size_out_of_its_sandbox(tmp_path, monkeypatch):
+    """A worker's directory is capped (1 GiB), but its episodes' databases leave it when each episode closes and
+    stay in the run directory: a scenario refilling it for every episode filled the host's disk one episode at a time
+    (a thousand tasks: a terabyte), and each verification copied two of them into a tmpfs. With the cap at 16 MiB
+    (``AWM_EPISODE_DB_MB``, 256 by default), a 48 MB final.db stays behind, named in ``unsafe_entries.txt``."""
+    import asyncio
+
+    from tinyenv import make_env_dir
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.runtime import pool as pool_module
+    from awm_engine.runtime.pool import EnvPool
+
+    monkeypatch.setattr(pool_module, "EPISODE_DB_MB", 16, raising=False)
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Grower": GROW})]).get("grower")
+    run = tmp_path / "run"
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=run)
+            assert not (await episode.call_tool("grow", {})).is_error
+            await episode.close()
+
+    asyncio.run(go())
+    taken = sum(p.stat().st_size for p in run.iterdir() if p.name.startswith(("initial.db", "final.db")))
+    assert taken <= 16 * MB, f"the episode's databases took {taken / MB:.0f} MB out of its sandbox"
+    assert (run / "initial.db").is_file()  # what fits still comes out
+    assert "final.db" in (run / "unsafe_entries.txt").read_text() and "AWM_EPISODE_DB_MB" in (
+        run / "unsafe_entries.txt").read_text()

@@ -544,6 +544,10 @@ def _snapshot_live(home: Path, path: Path, dest: Path) -> Path:
 
 
 DB_FILES = ("initial.db", "final.db", "final.db-journal", "final.db-wal", "final.db-shm")
+# what one episode's databases may take out of its sandbox, together: they stay in the run directory (and a verifier
+# gets copies of two in a tmpfs), so a worker refilling its 1 GiB directory for every episode would otherwise fill
+# the host's disk (and memory) one episode at a time
+EPISODE_DB_MB = int(os.environ.get("AWM_EPISODE_DB_MB") or 256)
 
 
 def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
@@ -562,9 +566,14 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         problems = []
+        room = EPISODE_DB_MB << 20
         for name in DB_FILES:
             try:
-                safe_fs.take_file(dfd, name, run_dir / name, f"{live}/")
+                if safe_fs.take_file(dfd, name, run_dir / name, f"{live}/", max_size=room):
+                    room -= (run_dir / name).stat().st_size
+            except safe_fs.TooLarge as exc:
+                problems.append(f"{exc} (an episode's databases take at most {EPISODE_DB_MB} MiB together out of "
+                                "its sandbox: AWM_EPISODE_DB_MB)")
             except safe_fs.UnsafeEntry as exc:
                 problems.append(str(exc))
         if problems:
