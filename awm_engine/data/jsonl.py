@@ -76,6 +76,13 @@ def iter_jsonl(path: Path | str, errors: list[JsonlError]) -> Iterator[JsonlRow]
             yield JsonlRow(number, start, data)
 
 
+def text_lines(path: Path | str) -> list[str]:
+    """The lines of a JSONL file awm wrote, split at newlines only: ``str.splitlines`` also splits at U+2028, U+2029,
+    U+0085 and U+001C–U+001E, which JSON leaves raw in strings (``ensure_ascii=False``), so any text in a record
+    (a tool's answer) could break its line in two."""
+    return Path(path).read_text(encoding="utf-8").split("\n")
+
+
 def read_line_at(path: Path | str, offset: int) -> dict[str, Any]:
     """Parse the single JSONL line starting at ``offset`` (for lazy records)."""
     with open(path, "rb") as fh:
