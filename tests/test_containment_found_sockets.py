@@ -60,3 +60,31 @@ def test_no_socket_of_a_family_outside_the_network_namespace(tmp_path):
     assert out["alg"] != "created" and out["packet"] != "created", out
     assert out["unix"] == out["inet"] == out["inet6"] == out["netlink"] == "created", out  # what code needs stays
     assert host.protections().network_isolated, host.protections().off  # the probe tries AF_VSOCK too
+
+
+NETLINK = r'''
+import json, socket
+out = {}
+for name, protocol in (("route", 0), ("sock_diag", 4), ("audit", 9), ("netfilter", 12), ("uevent", 15),
+                       ("generic", 16)):
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, protocol).close()
+        out[name] = "created"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+print(json.dumps(out))
+'''
+
+
+def test_netlink_in_the_sandbox_is_routing_only(tmp_path):
+    """Hardening, no exploit shown: the sandbox could open every netlink family — audit, netfilter (nf_tables), the
+    kernel's uevents, generic netlink and its dozens of families, each kernel code reachable by untrusted code (the
+    source of many privilege escalations). Only routing (what getaddrinfo asks) is needed."""
+    if not host.protections().syscall_filter:
+        pytest.skip(f"no system-call filter here: {host.protections().off.get('syscall_filter')}")
+    done = Sandbox(SandboxPolicy(writable=[str(tmp_path / "own")]), "netlink").run(
+        [sys.executable, "-c", NETLINK], timeout=60, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert out["route"] == "created", out
+    assert [name for name, what in out.items() if what == "created" and name != "route"] == [], out
