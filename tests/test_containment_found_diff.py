@@ -78,3 +78,22 @@ def test_awm_gen_shows_the_model_a_bounded_dump_of_a_generated_database(tmp_path
     out = peak_rss_mb(DUMP, str(db))
     assert out["peak_mb"] < 300, f"dumping a {db.stat().st_size >> 20} MB database took {out['peak_mb']} MB: {out}"
     assert out["length"] < 50_000 and "CREATE TABLE" in out["head"], out
+
+
+def test_a_diff_never_opens_a_virtual_table_of_the_environments(tmp_path):
+    """Hardening, no exploit shown: a virtual table's module (FTS3/4/5, R-tree) parses its shadow tables — written
+    by the environment — inside the awm process, which runs as root: SQLite's FTS code has had memory-safety bugs
+    reachable from crafted shadow tables (Magellan). The diff now reads only ordinary tables; a virtual table's
+    data is in its shadow tables, which are ordinary, so its changes still show."""
+    from awm_engine.db.diff import diff_databases
+
+    for name, rows in (("a.db", 1), ("b.db", 3)):
+        con = sqlite3.connect(tmp_path / name)
+        con.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+        con.executemany("INSERT INTO docs VALUES (?)", [(f"doc {i}",) for i in range(rows)])
+        con.commit()
+        con.close()
+    diff = diff_databases(tmp_path / "a.db", tmp_path / "b.db")
+    assert "docs" not in [t.table for t in diff.tables], diff.tables
+    assert diff.skipped == ["docs"]
+    assert "docs_content" in [t.table for t in diff.tables]  # the rows it holds, compared as plain data

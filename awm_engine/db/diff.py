@@ -54,6 +54,9 @@ class DbDiff:
     after: str
     tables: list[TableDiff]
     incomplete: str | None = None  # why the diff stopped before the end (a bound of ``DiffLimits``), if it did
+    # virtual tables, not read: their module (FTS, R-tree …) would parse what the environment wrote in awm's process;
+    # the shadow tables holding their data are ordinary tables, compared like the others
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
@@ -71,7 +74,7 @@ class DbDiff:
         from dataclasses import asdict
 
         return {"before": self.before, "after": self.after, "summary": self.counts(),
-                "tables": [asdict(t) for t in self.tables], "incomplete": self.incomplete}
+                "tables": [asdict(t) for t in self.tables], "incomplete": self.incomplete, "skipped": self.skipped}
 
 
 def snapshot(src: Path | str, dst: Path | str) -> Path:
@@ -158,10 +161,11 @@ def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | N
     a = sqlite_utils.Database(open_untrusted(before, budget.limits.value_bytes, budget))
     b = sqlite_utils.Database(open_untrusted(after, budget.limits.value_bytes, budget))
     tables: list[TableDiff] = []
+    skipped: list[str] = []
     try:
-        _diff_tables(a, b, budget, tables)
+        _diff_tables(a, b, budget, tables, skipped)
     except DiffStopped as exc:
-        return DbDiff(str(before), str(after), tables, f"{exc}: the diff stopped there")
+        return DbDiff(str(before), str(after), tables, f"{exc}: the diff stopped there", skipped)
     except (sqlite3.OperationalError, sqlite3.DataError) as exc:
         if "interrupted" in str(exc):
             why = f"reading took more than {budget.limits.seconds:.0f} s"
@@ -169,16 +173,31 @@ def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | N
             why = f"a value is over {budget.limits.value_bytes >> 20} MiB"
         else:
             raise
-        return DbDiff(str(before), str(after), tables, f"{why}: the diff stopped there")
+        return DbDiff(str(before), str(after), tables, f"{why}: the diff stopped there", skipped)
     finally:
         a.conn.close()
         b.conn.close()
-    return DbDiff(str(before), str(after), tables)
+    return DbDiff(str(before), str(after), tables, skipped=skipped)
 
 
-def _diff_tables(a, b, budget: _Budget, tables: list[TableDiff]) -> None:
-    names_a = [n for n in a.table_names() if not n.startswith("sqlite_")]
-    names_b = [n for n in b.table_names() if not n.startswith("sqlite_")]
+def _plain_tables(db, skipped: list[str]) -> list[str]:
+    """The ordinary tables of ``db``; its virtual tables go to ``skipped`` (never opened: even listing their columns
+    runs their module)."""
+    names = []
+    for name, sql in db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid"):
+        if not isinstance(name, str) or name.startswith("sqlite_"):
+            continue
+        if str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+            if name not in skipped:
+                skipped.append(name)
+        else:
+            names.append(name)
+    return names
+
+
+def _diff_tables(a, b, budget: _Budget, tables: list[TableDiff], skipped: list[str]) -> None:
+    names_a = _plain_tables(a, skipped)
+    names_b = _plain_tables(b, skipped)
     for name in names_a + [n for n in names_b if n not in names_a]:
         if name not in names_b:
             cols, keys, rows = _read_table(a, name, budget)
