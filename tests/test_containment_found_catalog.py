@@ -11,7 +11,10 @@ environment author would): each test fails while its gap is open.
 - the scan for clock-dependent SQL (``db.build.time_dependence``, run by the awm process before every template
   build) split a date function's arguments with a regular expression that is quadratic in them: a megabyte of
   ``date(',',…)`` in one sample INSERT held the awm process — the GIL, so every other scenario's rollouts of the same
-  ``awm eval run`` — for about an hour.
+  ``awm eval run`` — for about an hour;
+- the DDL could call ``fts3_tokenizer`` with two arguments (this host's SQLite, like Debian's, is built with
+  SQLITE_ENABLE_FTS3_TOKENIZER): it registers an FTS3 tokenizer module at any address, in the awm process (root),
+  and a virtual table then calls into it — the primitive of the published SQLite code-execution technique.
 """
 from __future__ import annotations
 
@@ -109,3 +112,19 @@ def test_the_clock_scan_of_sample_sql_is_linear():
         raise AssertionError("the clock scan of one 1 MB sample INSERT held the awm process past 60 s") from None
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"  # no argument is 'now': not time-dependent
+
+
+def test_generated_ddl_cannot_hand_sqlite_a_pointer_in_the_awm_process(tmp_path):
+    """An alias of the real tokenizer stands in for a forged one (``fts3_tokenizer('simple')`` is its address): the
+    DDL registered it and made a virtual table on it. No pointer-taking function, and no virtual table, runs in the
+    awm process now; the ordinary tables are introspected as before."""
+    tables = [table("pointer", "SELECT fts3_tokenizer('awm_alias', fts3_tokenizer('simple'))"),
+              table("leak", "CREATE TABLE leak AS SELECT hex(fts3_tokenizer('simple')) AS p"),
+              table("docs", "CREATE VIRTUAL TABLE docs USING fts3(body, tokenize=awm_alias)"),
+              table("extension", "SELECT load_extension('/nonexistent/awm-test.so')"),
+              table("notes", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")]
+    data = make_env_dir(tmp_path / "d", {"Ddl": ""}, schema={"tables": tables})
+    errors = {t.name: t.error for t in Catalog.load([data]).get("ddl").tables()}
+    for name in ("pointer", "leak", "docs", "extension"):
+        assert errors[name] and "not authorized" in errors[name], errors
+    assert errors["notes"] is None, errors
