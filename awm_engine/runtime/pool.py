@@ -501,6 +501,22 @@ class PoolEpisode:
         await asyncio.to_thread(_move_databases, self.worker.home, self.info.live_dir, self.info.run_dir)
 
 
+BUILD_THREADS = 4
+_build_executor = None
+
+
+async def _in_build_thread(fn):
+    """Template builds (and their digests) wait on threads of their own: a scenario's SQL may keep its sandboxed
+    build busy until its timeout (600 s), and on the default executor a few such builds held up every other
+    scenario's episode closes, template copies and results lines behind them."""
+    global _build_executor
+    if _build_executor is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _build_executor = ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="awm-build")
+    return await asyncio.get_running_loop().run_in_executor(_build_executor, fn)
+
+
 def _give_template(template: Path, home: Path, name: str) -> None:
     uid, gid = sandbox_ids()
     dfd = safe_fs.open_dir(home)
@@ -754,8 +770,8 @@ class EnvPool:
             async with self._template_locks.setdefault(key, asyncio.Lock()):
                 state = self._templates.get(key)
                 if state is None or self.templates.expired(state.report):
-                    path, report = await asyncio.to_thread(self.templates.get, scenario)
-                    state = self._templates[key] = TemplateState(path, report)
+                    state = self._templates[key] = await _in_build_thread(
+                        lambda: TemplateState(*self.templates.get(scenario)))
         elif self.templates.due(state.report) and key not in self._refreshing:
             self._refreshing[key] = asyncio.create_task(self._refresh(scenario, state))
         return state
@@ -763,10 +779,11 @@ class EnvPool:
     async def _refresh(self, scenario: Scenario, state: TemplateState) -> None:
         key = scenario.key
         try:
-            path, report = await asyncio.to_thread(self.templates.get, scenario, False, state.report.built_at)
+            fresh = await _in_build_thread(
+                lambda: TemplateState(*self.templates.get(scenario, False, state.report.built_at)))
             async with self._template_locks.setdefault(key, asyncio.Lock()):
                 if self._templates.get(key) is state:
-                    self._templates[key] = TemplateState(path, report)
+                    self._templates[key] = fresh
             for worker in [w for w in self.workers if w.alive and key in w.loaded]:
                 await self._load(worker, scenario)
         except Exception:  # noqa: BLE001 - an expired template is built again before its next use anyway
