@@ -38,19 +38,6 @@ def test_a_scenarios_sql_cannot_build_a_template_past_a_workers_quota(tmp_path, 
         assert sqlite3.connect(path).execute("SELECT text FROM notes WHERE id = 1").fetchone() == ("first",)
 
 
-GROW = '''
-@app.post("/api/grow", summary="Grow", description="Grows the database.", tags=["x"], operation_id="grow")
-def grow():
-    from sqlalchemy import text as _text
-    session = SessionLocal()
-    session.execute(_text("INSERT INTO notes (text) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-                          "LIMIT 48) SELECT printf('%.*c', 1000000, 'x') FROM c"))
-    session.commit()
-    session.close()
-    return {"grown": 48}
-'''
-
-
 def test_an_episodes_databases_take_a_bounded_size_out_of_its_sandbox(tmp_path, monkeypatch):
     """A worker's directory is capped (1 GiB), but its episodes' databases leave it when each episode closes and
     stay in the run directory: a scenario refilling it for every episode filled the host's disk one episode at a time
@@ -58,14 +45,14 @@ def test_an_episodes_databases_take_a_bounded_size_out_of_its_sandbox(tmp_path, 
     (``AWM_EPISODE_DB_MB``, 256 by default), a 48 MB final.db stays behind, named in ``unsafe_entries.txt``."""
     import asyncio
 
-    from tinyenv import make_env_dir
+    from tinyenv import grow, make_env_dir
 
     from awm_engine.data.catalog import Catalog
     from awm_engine.runtime import pool as pool_module
     from awm_engine.runtime.pool import EnvPool
 
     monkeypatch.setattr(pool_module, "EPISODE_DB_MB", 16, raising=False)
-    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Grower": GROW})]).get("grower")
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Grower": grow(48)})]).get("grower")
     run = tmp_path / "run"
 
     async def go():

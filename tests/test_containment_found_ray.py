@@ -1,27 +1,18 @@
 """``--executor ray``: an episode's databases came back from its actor as one object each — read whole into the
-actor, Ray's object store and the calling process, for every episode closing at once. An environment fills its
-``final.db`` up to its worker's 1 GB quota, so a few episodes closing together took the awm process to gigabytes
-(found by attacking awm as a hostile environment author would; the test fails while the gap is open)."""
+actor, Ray's object store and the calling process, for every episode closing at once (measured: twice the
+database in the caller). An environment fills its ``final.db`` up to what an episode may take out of its sandbox
+(``AWM_EPISODE_DB_MB``, 256 MiB; it was its worker's whole 1 GB quota), so a few episodes closing together took the
+awm process to gigabytes (found by attacking awm as a hostile environment author would; the test fails while the gap
+is open)."""
 from __future__ import annotations
 
 import pytest
-from tinyenv import make_env_dir
+from tinyenv import grow, make_env_dir
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'awm[ray]'; make test installs it)")
 
 from test_sandbox_attacks_found import peak_rss_mb  # noqa: E402
 
-FILL = '''
-@app.post("/api/fill", summary="Fill", description="Grows the database.", tags=["x"], operation_id="fill")
-def fill():
-    from sqlalchemy import text as _text
-    session = SessionLocal()
-    session.execute(_text("INSERT INTO notes (text) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
-                          "LIMIT 400) SELECT printf('%.*c', 1000000, 'x') FROM c"))
-    session.commit()
-    session.close()
-    return {"filled": 400}
-'''
 
 CLOSE_ON_RAY = '''
 import asyncio, json, os, sys
@@ -32,7 +23,7 @@ catalog = Catalog.load([sys.argv[1]])
 async def go():
     async with RayEnvPool([sys.argv[1]], actors=1) as pool:
         episode = await pool.open_episode(catalog.get("filler"), run_dir=sys.argv[2])
-        result = await episode.call_tool("fill", {}, timeout=300)
+        result = await episode.call_tool("grow", {}, timeout=300)
         base = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:")][0] // 1024
         await episode.close()
         return result.text, base
@@ -43,8 +34,8 @@ OUT = {"text": text, "rss_before_close_mb": base, "final_mb": os.path.getsize(os
 
 
 def test_an_episodes_databases_come_back_from_a_ray_actor_a_chunk_at_a_time(tmp_path):
-    data = make_env_dir(tmp_path / "d", {"Filler": FILL})
+    data = make_env_dir(tmp_path / "d", {"Filler": grow(200)})
     out = peak_rss_mb(CLOSE_ON_RAY, str(data), str(tmp_path / "run"))
-    assert out["final_mb"] >= 380, out  # the whole database came back
+    assert out["final_mb"] >= 190, out  # the whole database came back
     grown = out["peak_mb"] - out["rss_before_close_mb"]
     assert grown < 150, f"closing one episode of a {out['final_mb']} MB database took the caller {grown} MB more: {out}"
