@@ -35,6 +35,39 @@ def is_regular_file(target) -> bool:
         return False
 
 
+def copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
+    """Copy a pipe into a log file until the pipe's end, keeping at most ``cap`` bytes in the file (what it held
+    before included), noting once where the rest was dropped; the rest is read and dropped (the writer never blocks
+    on a full pipe). Closes both descriptors."""
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out_fd, view):]
+
+    try:
+        try:
+            room = cap - os.fstat(out_fd).st_size
+        except OSError:
+            room = 0
+        noted = room <= 0  # a file already at its cap was noted when it got there
+        while True:
+            block = os.read(read_fd, CHUNK)
+            if not block:
+                return
+            if room > 0:
+                keep = block[:room]
+                room -= len(keep)
+                write(keep)
+            if room <= 0 and not noted:
+                noted = True
+                write(cap_note(cap))
+    except OSError:
+        return
+    finally:
+        os.close(read_fd)
+        os.close(out_fd)
+
+
 class CappedLog:
     """``log = CappedLog(file)``; start the process with ``log.write_fd`` as its stdout/stderr, then ``log.start()``
     (the parent's copy of the write end is closed and the copying begins); ``log.close()`` after the process ended
@@ -55,37 +88,9 @@ class CappedLog:
     def start(self) -> None:
         os.close(self.write_fd)
         self.write_fd = -1
-        self._thread = threading.Thread(target=self._copy, name="awm-sandbox-log", daemon=True)
+        self._thread = threading.Thread(target=copy_capped, args=(self.read_fd, self.out_fd, self.cap),
+                                        name="awm-sandbox-log", daemon=True)
         self._thread.start()
-
-    def _copy(self) -> None:
-        try:
-            try:
-                room = self.cap - os.fstat(self.out_fd).st_size
-            except OSError:
-                room = 0
-            noted = room <= 0  # a file already at its cap was noted when it got there
-            while True:
-                block = os.read(self.read_fd, CHUNK)
-                if not block:
-                    return
-                if room > 0:
-                    keep = block[:room]
-                    room -= len(keep)
-                    self._write(keep)
-                if room <= 0 and not noted:
-                    noted = True
-                    self._write(cap_note(self.cap))
-        except OSError:
-            return
-        finally:
-            os.close(self.read_fd)
-            os.close(self.out_fd)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.out_fd, view):]
 
     def close(self, timeout: float = 10.0) -> None:
         """Wait for the copy to end (at end of file: every process holding the pipe is gone)."""
