@@ -213,13 +213,9 @@ class ServeFront:
 
         feeding = asyncio.create_task(inbound())
         try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    break  # a line longer than any answer: the worker broke the protocol
-                if not line:
-                    break
+            from awm_engine.runtime.mcp_http import lines
+
+            async for line in lines(reader):  # ends early at a line longer than any answer (a broken protocol)
                 try:
                     message = json.loads(line)
                 except ValueError:
