@@ -622,7 +622,7 @@ class EnvPool:
         self.n_workers = workers or 1  # sandboxes per scenario
         self.serve_channel = serve_channel  # workers get a descriptor channel (``awm env serve``: mcp_http)
         # the first worker comes from the warm service when it has one ready (``runtime.warm``; awm env serve)
-        self.warm = warm
+        self.warm_service = warm
         self._lease: Any = None
         self.n_spares = self.n_workers if spares is None else spares  # pre-started, not yet bound to a scenario
         self.max_sandboxes = max(max_sandboxes, self.n_workers)
@@ -663,7 +663,7 @@ class EnvPool:
 
     async def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.warm and self.serve_channel:
+        if self.warm_service and self.serve_channel:
             from awm_engine.runtime import warm
 
             self._lease = await asyncio.to_thread(warm.take)
