@@ -64,10 +64,113 @@ def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: HttpReply, 
     writer.write(out)
 
 
+_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_REASONS = {status.value: status.phrase for status in __import__("http").HTTPStatus}
+
+
+def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]] | None:
+    """A request's line and headers (without the blank line), strictly: ``METHOD TARGET HTTP/1.x``, then
+    ``name: value`` lines with token names, no folding, no control characters, one ``Content-Length`` at most. None
+    for anything else (the caller falls back to ``h11``, which says what is wrong)."""
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0") or not parts[0] or \
+            not set(parts[0]) <= _TOKEN or not parts[1] or any(c < 0x21 or c == 0x7F for c in parts[1]):
+        return None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not set(name) <= _TOKEN:
+            return None
+        value = value.strip(b" \t")
+        if any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+            return None
+        key = name.decode("ascii").lower()
+        if key in headers:
+            if key in ("content-length", "host", "transfer-encoding"):
+                return None
+            headers[key] += ", " + value.decode("latin-1")
+        else:
+            headers[key] = value.decode("latin-1")
+    return parts[0].decode("ascii"), parts[1].decode("latin-1"), parts[2].decode("ascii"), headers
+
+
+def _response(reply: HttpReply, keep: bool = True) -> bytes:
+    head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, '')}", f"date: {http_date()}",
+            *(f"{k}: {v}" for k, v in reply.headers), f"content-length: {len(reply.body)}"]
+    if not keep:
+        head.append("connection: close")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body
+
+
 async def serve_connection(sock: socket.socket, prefix: bytes, server: WireServer, guard: Guard) -> None:
-    """Answer the requests of one HTTP connection until the client closes it (or breaks the protocol)."""
+    """Answer the requests of one HTTP connection until the client closes it (or breaks the protocol).
+
+    The requests MCP clients send (a plain head, a ``Content-Length`` body) are read by ``parse_head``; anything
+    else — a chunked body, a head it does not take — hands the connection to ``h11`` from that request on."""
     sock.setblocking(False)
     reader, writer = await asyncio.open_connection(sock=sock, limit=READ)
+    buffer = bytearray(prefix)
+    try:
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            while end < 0:
+                if len(buffer) > MAX_HEAD:
+                    writer.write(_response(HttpReply(431, [("content-type", "text/plain; charset=utf-8")],
+                                                     b"Request Header Fields Too Large"), keep=False))
+                    await writer.drain()
+                    return
+                chunk = await reader.read(READ)
+                if not chunk:
+                    return
+                buffer += chunk
+                end = buffer.find(b"\r\n\r\n", max(0, len(buffer) - len(chunk) - 3))
+            parsed = parse_head(bytes(buffer[:end]))
+            length = parsed[3].get("content-length", "0") if parsed else ""
+            if parsed is None or "transfer-encoding" in parsed[3] or not length.isdigit():
+                await _serve_h11(reader, writer, bytes(buffer), server, guard)
+                return
+            method, target, version, headers = parsed
+            del buffer[:end + 4]
+            length = int(length)
+            if length > MAX_BODY:
+                writer.write(_response(HttpReply(413, [("content-type", "text/plain; charset=utf-8")],
+                                                 b"Request body too large"), keep=False))
+                await writer.drain()
+                return
+            while len(buffer) < length:
+                chunk = await reader.read(READ)
+                if not chunk:
+                    return
+                buffer += chunk
+            body = bytes(buffer[:length])
+            del buffer[:length]
+            refused = guard.refusal(headers)
+            if refused is not None:
+                status, text, extra = refused
+                writer.write(_response(HttpReply(status, [("content-type", "text/plain; charset=utf-8"),
+                                                          *extra.items()], text.encode()), keep=False))
+                await writer.drain()
+                return
+            reply = await server.http(method.upper(), target.split("?", 1)[0], headers, body)
+            if reply.hold is not None:  # a GET stream: silent until its session ends or the client goes
+                await _hold(reply.hold, reader)
+                return
+            connection = headers.get("connection", "").lower()
+            keep = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
+            writer.write(_response(reply, keep))
+            await writer.drain()
+            if not keep:
+                return
+    except (ConnectionError, OSError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve_h11(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, prefix: bytes, server: WireServer,
+                     guard: Guard) -> None:
+    """The rest of a connection through ``h11`` (chunked bodies, and the exact errors of malformed heads)."""
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
     if prefix:
         conn.receive_data(prefix)
@@ -129,8 +232,6 @@ async def serve_connection(sock: socket.socket, prefix: bytes, server: WireServe
             pass
     except (ConnectionError, OSError, asyncio.IncompleteReadError):
         pass
-    finally:
-        writer.close()
 
 
 async def _hold(session: Any, reader: asyncio.StreamReader) -> None:
