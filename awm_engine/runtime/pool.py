@@ -168,7 +168,7 @@ class WorkerProcess:
                     break
                 try:
                     msg = protocol.decode(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
                     why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
                     break
                 if "id" not in msg and "event" in msg:
@@ -531,7 +531,7 @@ DB_FILES = ("initial.db", "final.db", "final.db-journal", "final.db-wal", "final
 def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     """Take the episode's databases out of its worker's directory into ``run_dir`` — through descriptors, refusing
     symlinks, hard links and special files (``safe_fs``): the sandbox could have rigged any entry below ``home``."""
-    if live == run_dir:
+    if live == run_dir or not live.is_relative_to(home):  # (not below home: taken out when its worker changed)
         return
     try:
         dfd = safe_fs.open_dir(home, live.relative_to(home))
@@ -927,8 +927,17 @@ class EnvPool:
             if generation is not None and worker.generation != generation and worker.alive:
                 return
             worker.kill()
+            leased = self._episodes_of(worker) if worker.lease is not None else []
+            if leased:  # the warm service removes a leased worker's directory with its lease: the databases go first
+                await asyncio.to_thread(_take_out, worker.home, leased)
             await worker.start()
             worker.attached = set()
+            if leased:  # into the new worker's own directory, where the episodes are attached again
+                await asyncio.to_thread(_bring_in, worker.home, leased)
+
+    def _episodes_of(self, worker: WorkerProcess) -> list[PoolEpisode]:
+        ready = [e for episodes in self._ready.values() for e in episodes]
+        return [e for e in [*self.episodes.values(), *ready] if e.worker is worker and not e.closed]
 
     async def _ensure_attached(self, episode: PoolEpisode) -> None:
         """After a worker restart, re-open the episode on its existing databases (state is on disk)."""
@@ -945,7 +954,27 @@ class EnvPool:
         attached.add(episode.id)
 
 
-def _copy_databases(src: Path, home: Path, live: Path) -> None:
+def _take_out(home: Path, episodes: list[PoolEpisode]) -> None:
+    """The databases of ``episodes`` (their journals too) out of a leased worker's directory into their run
+    directories: the directory goes with the lease, the episodes go on in the next worker (``_bring_in``)."""
+    for episode in episodes:
+        if episode.info.live_dir != episode.info.run_dir:
+            _move_databases(home, episode.info.live_dir, episode.info.run_dir)
+
+
+def _bring_in(home: Path, episodes: list[PoolEpisode]) -> None:
+    """``_take_out``'s databases into the new worker's directory ``home``, where the episodes live from now on."""
+    for episode in episodes:
+        if episode.info.live_dir == episode.info.run_dir:
+            continue
+        live = home / "episodes" / episode.id
+        _copy_databases(episode.info.run_dir, home, live, DB_FILES)
+        episode.info.live_dir = live
+        for name in DB_FILES[2:]:  # a journal stays only beside the database it belongs to
+            (episode.info.run_dir / name).unlink(missing_ok=True)
+
+
+def _copy_databases(src: Path, home: Path, live: Path, names: tuple[str, ...] = ("initial.db", "final.db")) -> None:
     """An attached episode's databases (from its run directory, the parent's) into a new directory of the worker's
     own, created without following anything the sandbox may have put there."""
     uid, gid = sandbox_ids()
@@ -959,7 +988,7 @@ def _copy_databases(src: Path, home: Path, live: Path) -> None:
                 nxt = os.open(part, safe_fs.DIR_FLAGS, dir_fd=dfd)  # a symlink there is refused (ELOOP)
             os.close(dfd)
             dfd = nxt
-        for name in ("initial.db", "final.db"):
+        for name in names:
             if (src / name).is_file():
                 safe_fs.copy_in(src / name, dfd, name, uid if own else None, gid if own else None)
     finally:

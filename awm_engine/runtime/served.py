@@ -3,8 +3,10 @@ the record of each call sent to the parent (which writes ``calls.jsonl``; the tr
 from __future__ import annotations
 
 import time
+import traceback
 from typing import Any, Callable
 
+from awm_engine.runtime.episode import ToolResult
 from awm_engine.runtime.mcp_http import Guard
 from awm_engine.runtime.mcp_wire import WireServer
 
@@ -34,7 +36,10 @@ def episode_server(episode: Any, spec: dict[str, Any], call: Callable, emit: Cal
     extras = bool(spec.get("extras"))
 
     async def run(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result = await call(episode, tool, arguments, spec.get("timeout"), spec.get("result_cap"))
+        try:
+            result = await call(episode, tool, arguments, spec.get("timeout"), spec.get("result_cap"))
+        except Exception as exc:  # noqa: BLE001 - as the reference's MCP server: what a call raised is its error result
+            result = ToolResult(str(exc), True, error_kind="internal", traceback=traceback.format_exc())
         text = result.text
         if getattr(episode, "stuck", False):  # a handler would not stop: the parent replaces this worker
             text += RESTARTED
