@@ -101,8 +101,8 @@ def service_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("AWM_WARM_DIR", str(where))
     monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path / "cache"))  # the servers' too: one template cache
     yield where
-    warm.stop_service()
-    until(lambda: "service stopped" in log(where) or not (where / "warm.sock").exists(), "the service to stop")
+    if warm.stop_service():  # (a service a test killed answers no more)
+        until(lambda: "service stopped" in log(where) or not (where / "warm.sock").exists(), "the service to stop")
     until(lambda: not list((where / "spares").glob("*/w*")) if (where / "spares").exists() else True,
           "the spares to go")
 
@@ -111,9 +111,11 @@ def log(where: Path) -> str:
     return (where / "warm.log").read_text() if (where / "warm.log").exists() else ""
 
 
-def a_spare(where: Path, count: int = 1) -> None:
+def a_spare(where: Path, services: int = 1) -> None:
+    """A service (the ``services``-th started here) with a spare ready."""
     warm.ensure_service()
-    until(lambda: log(where).count(" ready (pid ") >= count, "a spare")
+    until(lambda: log(where).count("service started") >= services and
+          " ready (pid " in log(where).rsplit("service started", 1)[-1], "a spare")
 
 
 def test_a_warm_worker_that_dies_is_replaced_on_the_episodes_databases(tmp_path, service_dir):
@@ -175,21 +177,63 @@ def test_a_stale_service_leaves_running_servers_their_workers(tmp_path, service_
     until(lambda: "service stopped" in log(service_dir), "the stale service to end with its last lease")
 
 
+def test_a_server_outlives_the_service_it_took_its_worker_from(tmp_path, service_dir):
+    """SIGKILL of the service: the workers it started die with it; a server that had taken one goes on with one of
+    its own, on the episode's databases (before, they could not be attached again)."""
+    a_spare(service_dir)
+    proc, port, out = serve(tmp_path, "")
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+        with httpx.Client(timeout=60) as client:
+            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
+            assert rpc(client, url, session, 2, "add_note", {"text": "before"}).status_code == 200
+        taken = json.loads((out / "session.json").read_text())["worker_pid"]
+        kill_service(service_dir)
+        until(lambda: gone(taken), "the worker to die with its service")
+        session = initialized(url, 120)  # (a worker of its own: its MCP sessions are new)
+        assert json.loads((out / "session.json").read_text())["worker"] == "own"
+        with httpx.Client(timeout=60) as client:
+            assert "before" in rpc(client, url, session, 3, "list_notes", {}).json()["result"]["content"][0]["text"]
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    assert notes(out / "final.db")[-1] == "before"
+    dead = set(service_dir.glob("spares/*"))
+    a_spare(service_dir, 2)  # the next service removes what the killed one left
+    assert not any(p.exists() for p in dead)
+
+
 def proc_ok(proc, err: str) -> bool:
     assert proc.returncode == 0, err
     return True
+
+
+def kill_service(where: Path) -> int:
+    """SIGKILL the service (started by this process: ``warm.ensure_service``), and reap it."""
+    pid = int(log(where).split("service started (pid ")[1].split(")")[0])
+    os.kill(pid, signal.SIGKILL)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped already
+        pass
+    return pid
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
 
 
 def test_what_a_killed_service_left_is_removed_never_reused(tmp_path, service_dir):
     """Spares lived in ``spares/w<N>`` with N counted from 1 by every service: a killed service's directories stayed
     and the next service's spare started in the same one (what environment code had left there included)."""
     a_spare(service_dir)
-    pid = int(log(service_dir).split("service started (pid ")[1].split(")")[0])
     before = set(service_dir.glob("spares/**/w1"))
     assert before
-    os.kill(pid, signal.SIGKILL)
-    until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
-          "the service to die")
+    pid = kill_service(service_dir)
     a_spare(service_dir, 2)
     after = set(service_dir.glob("spares/**/w1"))
     assert after and not before & after, (before, after)
@@ -343,13 +387,16 @@ def deep():
     s.sendall(b'{"event": "call", "record": ' + b"[" * 100000 + b"]" * 100000 + b"}\\n")
     return DeepOut(ok=True)
 '''
-    proc, port, _ = serve(tmp_path, code)
+    proc, port, out = serve(tmp_path, code)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         with httpx.Client(timeout=60) as client:
             session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            with pytest.raises(httpx.HTTPError):  # its worker is replaced mid-call
+            try:  # answered or not: its worker is replaced as soon as the parent reads the line
                 rpc(client, url, session, 2, "deep", {})
+            except httpx.HTTPError:
+                pass
+        until(lambda: json.loads((out / "session.json").read_text()).get("worker_restarts") == 1, "a new worker")
         session = initialized(url)
         with httpx.Client(timeout=60) as client:
             assert rpc(client, url, session, 3, "list_notes", {}).status_code == 200
@@ -486,3 +533,30 @@ def test_a_cross_site_request_without_origin_is_refused(tmp_path):
             assert own.status_code == 200
     finally:
         stop(proc)
+
+
+def test_a_client_that_fills_the_servers_descriptors_does_not_stop_it(tmp_path):
+    """Idle connections past the parent's descriptor limit: accept() failed with EMFILE, which ended the accepting
+    task and with it the server."""
+    import resource
+
+    proc, port, _ = serve(tmp_path, "")
+    url = f"http://127.0.0.1:{port}/mcp"
+    fds = Path(f"/proc/{proc.pid}/fd")
+    limit = len(list(fds.iterdir())) + 24
+    resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    idle = []
+    try:
+        for _ in range(limit + 16):
+            idle.append(socket.create_connection(("127.0.0.1", port)))
+        until(lambda: proc.poll() is not None or len(list(fds.iterdir())) >= limit - 1, "the descriptors to fill")
+    finally:
+        for conn in idle:
+            conn.close()
+    try:
+        assert proc.poll() is None, "the server stopped"
+        with httpx.Client(timeout=60) as client:
+            assert client.post(url, json=INIT, headers=H).status_code == 200
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -42,6 +43,11 @@ HEAD_TIMEOUT = 30.0  # seconds a new connection has to send them
 MAX_ADMITTING = 256  # connections being checked at once (more wait in the kernel's backlog)
 CALLS_LOG_LIMIT = 64 << 20  # bytes of calls.jsonl; past it, one note and no more lines
 STDIO_LINE_LIMIT = 32 << 20  # bytes of one stdio message either way
+# accept() failures that end one connection, not the server: a client that fills this process's descriptors (many idle
+# connections at once) waits in the kernel's backlog until some admission ends
+ACCEPT_SHORTAGES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+ACCEPT_ERRORS = ACCEPT_SHORTAGES | {errno.ECONNABORTED, errno.EPROTO, errno.EPERM}
+ACCEPT_BACKOFF = 0.1
 
 
 def app_title(code: str | None) -> str:
@@ -146,6 +152,13 @@ class ServeFront:
                 await self._admitting.acquire()
                 try:
                     conn, _ = await loop.sock_accept(listener)
+                except OSError as exc:  # out of descriptors, or a connection gone before it was taken: not the end
+                    self._admitting.release()
+                    if exc.errno not in ACCEPT_ERRORS:
+                        raise
+                    if exc.errno in ACCEPT_SHORTAGES:  # let admissions in flight end (each frees one) first
+                        await asyncio.sleep(ACCEPT_BACKOFF)
+                    continue
                 except BaseException:
                     self._admitting.release()
                     raise
