@@ -5,8 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BFCL   := $(VENV)/.bfcl-installed
 MCPU   := $(VENV)/.mcpu-installed
+TRAIN  := $(VENV)/.trainers-installed
 
-.PHONY: setup system bfcl mcpu inspector tui test bench screenshots clean constraints
+.PHONY: setup system bfcl mcpu trainers inspector tui test bench screenshots clean constraints
 
 # the sandbox's system packages: bubblewrap (namespaces and the filesystem view) and libseccomp (the system-call
 # filter). Installed when this runs as root on a Debian-like system; otherwise what is missing is said, and
@@ -56,6 +57,17 @@ $(MCPU): $(STAMP) pyproject.toml constraints.txt
 
 mcpu: $(MCPU)
 
+# the trainers the consumer tests run awm's data and adapters through, on CPU (pyproject's `trainers` extra: torch's
+# CPU build, TRL, transformers, datasets), then the verl wheel WITHOUT its dependency list (vLLM, flash-attn, wandb …):
+# its agent loop and dataset classes need only what that extra brings. Not part of `make setup` or `make tui`.
+$(TRAIN): $(STAMP) pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt -e '.[dev,trainers]'
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -c constraints.txt --no-deps verl
+	$(BIN)/python -c 'import trl, datasets, verl.experimental.agent_loop.agent_loop, verl.utils.dataset.multiturn_sft_dataset'
+	touch $(TRAIN)
+
+trainers: $(TRAIN)
+
 # the official MCP Inspector CLI (npm, pinned in tools/inspector/package-lock.json) for tests/test_mcp_inspector.py;
 # without npm the test skips with the reason
 inspector:
@@ -67,7 +79,7 @@ inspector:
 tui: system $(STAMP)
 	$(BIN)/awm-tui
 
-test: system $(STAMP) $(BFCL) $(MCPU) inspector
+test: system $(STAMP) $(BFCL) $(MCPU) $(TRAIN) inspector
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -81,6 +93,7 @@ screenshots: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache
 
-# refresh constraints.txt (the tested versions every set-up installs) from the current .venv
+# refresh constraints.txt (the tested versions every set-up installs) from the current .venv (torch's CPU build is
+# pinned without its local label: `torch==X` installs the CPU wheel where one is on disk)
 constraints: $(STAMP)
-	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^ruff==' > constraints.txt
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^ruff==' | sed 's/^torch==\([^+]*\)+cpu$$/torch==\1/' > constraints.txt

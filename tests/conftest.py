@@ -1,12 +1,31 @@
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _this_folder_is_the_tests_package() -> None:
+    """Tests import their helpers as ``tests.X``: ``tests`` must be this folder (a namespace package). An installed
+    wheel may ship a regular package of that name, which Python's import system prefers to a namespace package
+    wherever it is on the path: verl 0.9.1's wheel (the trainer extra, ``make trainers``) ships its own test suite as
+    a top-level ``tests``. So the package is bound to this folder before any test module is imported."""
+    here = str(Path(__file__).resolve().parent)
+    if list(getattr(sys.modules.get("tests"), "__path__", None) or []) == [here]:
+        return
+    spec = importlib.machinery.ModuleSpec("tests", None, is_package=True)
+    spec.submodule_search_locations = [here]
+    sys.modules["tests"] = importlib.util.module_from_spec(spec)
+
+
+_this_folder_is_the_tests_package()
 SHARED = Path(os.environ.get("AWM_SHARED_DIR", ROOT.parent / "shared"))
 AWM_REAL = SHARED / "data" / "awm-real"
 SAMPLE_ENVS = ROOT / "sample_envs"

@@ -8,7 +8,7 @@ review): each test runs the attack and fails while the gap is open.
 - the catalog builds a scenario's DDL in memory in the awm process: each value is capped and each statement
   interrupted, but many rows of capped values in a few statements still take the process to gigabytes;
 - a verifier that writes its own malformed result file makes ``run_verifier`` raise (an awm internal error);
-- a worker's stdout/stderr is a host log file outside its disk quota (``posix_fallocate`` takes 2 GB at once);
+- a worker's stdout/stderr was a host log file outside its disk quota (``posix_fallocate`` took 2 GB at once);
 - a replay snapshots the live episode database by path: a symlink the environment put there is followed, and a
   host database the sandbox cannot see is read by awm's user.
 
@@ -161,20 +161,29 @@ def test_a_verifiers_malformed_result_is_its_bad_return_not_an_awm_crash(tmp_pat
 
 LOG_FILL = f'''
 import os as _os
-_os.posix_fallocate(1, 0, {DISK_MB + 64} << 20)  # the worker's stdout: the host's log file, outside its quota
+_TRIED = {{}}
+for _name, _try in (("fallocate", lambda: _os.posix_fallocate(1, 0, {DISK_MB + 64} << 20)),  # real blocks, at once
+                    ("ftruncate", lambda: _os.ftruncate(1, {DISK_MB + 64} << 20))):  # sparse, but its copies are not
+    try:
+        _try()
+        _TRIED[_name] = "done"
+    except OSError as _exc:
+        _TRIED[_name] = type(_exc).__name__
+_block = b"L" * (1 << 20)
+for _ in range(64):  # four times the log's cap, written plainly
+    _os.write(1, _block)
 
 @app.get("/api/log_blocks", summary="Log blocks", description="The log's size on disk.", tags=["x"], operation_id="log_blocks")
 async def log_blocks():
-    return {{"mb": _os.fstat(1).st_blocks * 512 >> 20, "path": _os.readlink("/proc/self/fd/1")}}
+    return {{"tried": _TRIED, "stdout": _os.readlink("/proc/self/fd/1")}}
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="open: a worker's stdout/stderr is the host log file itself, bounded only by the "
-                   "sandbox's 2 GB file-size limit (fix: a pipe the parent copies into the log with a cap)")
-def test_environment_code_cannot_take_more_host_disk_through_its_log_than_its_quota(tmp_path):
-    """A worker's stdout and stderr are the pool's log file on the host (``awm env serve``: the session's
-    ``server.log``, kept): the environment allocates more than its whole directory quota there at import, in
-    milliseconds, up to the 2 GB file-size limit per worker."""
+def test_environment_code_cannot_take_more_host_disk_through_its_log_than_its_cap(tmp_path):
+    """A worker's stdout and stderr were the pool's log file on the host (``awm env serve``: the session's
+    ``server.log``, kept): the environment allocated more than its whole directory quota there at import, in
+    milliseconds, up to the 2 GB file-size limit per worker. Now the worker writes into a pipe and awm copies at most
+    ``output.LOG_CAP`` bytes of it into the log."""
     import asyncio
 
     from awm_engine.data.catalog import Catalog
@@ -192,8 +201,15 @@ def test_environment_code_cannot_take_more_host_disk_through_its_log_than_its_qu
 
     answer = asyncio.run(go())
     assert not answer.is_error, answer.text
-    on_disk = (log.stat().st_blocks * 512) >> 20 if log.exists() else 0
-    assert on_disk <= DISK_MB, f"the environment took {on_disk} MB of host disk through its log ({answer.text})"
+    report = json.loads(answer.text)
+    size, on_disk = log.stat().st_size, log.stat().st_blocks * 512
+    assert on_disk < 32 * MB, f"the environment took {on_disk >> 20} MB of host disk through its log ({report})"
+    assert size < 32 * MB, f"the environment wrote {size >> 20} MB into its log ({report})"
+    assert report["stdout"].startswith("pipe:"), report  # no descriptor of a host file
+    assert "done" not in report["tried"].values(), report
+    from awm_engine.sandbox.output import LOG_CAP, cap_note
+
+    assert size <= LOG_CAP + len(cap_note(LOG_CAP)) and log.read_bytes().endswith(cap_note(LOG_CAP))
 
 
 SWAP_FOR_SYMLINK = '''

@@ -176,3 +176,18 @@ def slow_write(req: NoteIn):
     _t.sleep({seconds})
     return SlowOut(ok=True)
 '''
+
+
+def grow(megabytes: int) -> str:
+    """A POST tool ``grow`` that adds ``megabytes`` rows of a megabyte each to the episode's database."""
+    return f'''
+@app.post("/api/grow", summary="Grow", description="Grows the database.", tags=["x"], operation_id="grow")
+def grow():
+    from sqlalchemy import text as _text
+    session = SessionLocal()
+    session.execute(_text("INSERT INTO notes (text) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                          "LIMIT {megabytes}) SELECT printf('%.*c', 1000000, 'x') FROM c"))
+    session.commit()
+    session.close()
+    return {{"grown": {megabytes}}}
+'''

@@ -15,6 +15,7 @@ from typing import Any
 
 from awm_engine.agent.meta_protocol import parse_meta_turn
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.jsonl import text_lines
 from awm_engine.data.run_formats import EVENTS, TRAJECTORY
 from awm_engine.db.diff import DbDiff, diff_databases
 from awm_engine.sandbox.owned import owned_dir
@@ -43,7 +44,7 @@ class ReplayStep:
 
 def _steps_from_events(path: Path) -> list[ReplayStep]:
     steps: dict[int, ReplayStep] = {}
-    for line in path.read_text().splitlines():
+    for line in filter(str.strip, text_lines(path)):
         event = EVENTS.check(json.loads(line), path)
         kind, it = event.get("type"), event.get("iteration")
         if kind == "model_turn":

@@ -257,6 +257,8 @@ async def _replay(args: argparse.Namespace) -> int:
         echo(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")
         for t in data["diff"]["tables"]:
             echo(f"  {t['table']}: +{len(t['inserted'])} -{len(t['deleted'])} ~{len(t['updated'])}")
+        if data["diff"].get("incomplete"):
+            echo(f"  incomplete: {data['diff']['incomplete']}")
     return 0
 
 

@@ -130,4 +130,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         for u in t.updated:
             changes = ", ".join(f"{c}: {u.before[c]!r} -> {u.after[c]!r}" for c in u.changed)
             stdout.print(f"[yellow]~ {escape(json.dumps(u.key, default=str))}[/yellow] {escape(changes)}")
+    if diff.skipped:
+        stdout.print(f"[yellow]virtual tables not read: {escape(', '.join(diff.skipped))}[/yellow]")
+    if diff.incomplete:
+        stdout.print(f"[yellow]incomplete: {escape(diff.incomplete)}[/yellow]")
     return 0

@@ -26,11 +26,27 @@ class JsonlRow:
     data: dict[str, Any]
 
 
+MAX_DEPTH = 100  # AWM rows nest about ten levels; a row nested near Python's recursion limit breaks whatever reads it
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and objects in ``value`` nest deeper than ``limit`` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def iter_jsonl(path: Path | str, errors: list[JsonlError]) -> Iterator[JsonlRow]:
     """Yield each object line with its 1-based line number and byte offset.
 
     Unlike the reference loader (which raises on the first bad line, blank lines included) a bad
-    line is recorded in ``errors`` and skipped, so the other rows still load. A trailing newline
+    line is recorded in ``errors`` and skipped, so the other rows still load; so is a row nested deeper than
+    ``MAX_DEPTH`` (near Python's recursion limit it fails whatever parses or walks it later). A trailing newline
     at the end of the file is fine; blank lines elsewhere are reported.
     """
     path = Path(path)
@@ -48,10 +64,23 @@ def iter_jsonl(path: Path | str, errors: list[JsonlError]) -> Iterator[JsonlRow]
             except (ValueError, UnicodeDecodeError) as exc:
                 errors.append(JsonlError(str(path), number, f"invalid JSON: {exc}"))
                 continue
+            except RecursionError:
+                errors.append(JsonlError(str(path), number, f"JSON nested deeper than {MAX_DEPTH} levels"))
+                continue
+            if too_deep(data):  # read again later (lazily, from deeper in a call stack): it must parse there too
+                errors.append(JsonlError(str(path), number, f"JSON nested deeper than {MAX_DEPTH} levels"))
+                continue
             if not isinstance(data, dict):
                 errors.append(JsonlError(str(path), number, f"expected a JSON object, got {type(data).__name__}"))
                 continue
             yield JsonlRow(number, start, data)
+
+
+def text_lines(path: Path | str) -> list[str]:
+    """The lines of a JSONL file awm wrote, split at newlines only: ``str.splitlines`` also splits at U+2028, U+2029,
+    U+0085 and U+001C–U+001E, which JSON leaves raw in strings (``ensure_ascii=False``), so any text in a record
+    (a tool's answer) could break its line in two."""
+    return Path(path).read_text(encoding="utf-8").split("\n")
 
 
 def read_line_at(path: Path | str, offset: int) -> dict[str, Any]:

@@ -2,6 +2,12 @@
 
 Rows are matched by primary key, else by rowid. For every table present in either database the
 diff lists inserted rows, deleted rows and updated rows with the columns that changed.
+
+The databases compared are usually an episode's, written by the environment's code: anything at all. Reading
+them is bounded (``DiffLimits``): no value over 16 MiB (a generated column ``AS (zeroblob(4e8))`` in an 8 KB file
+is computed at every read: it took a diff to 8 GB), 2 million values and 256 MiB of text and blobs read in all, a
+minute of SQLite's time. A diff that reaches a bound stops there and says so (``DbDiff.incomplete``): what it
+lists is right, it is not all.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from awm_engine.data.sql_guard import quote_ident
+from awm_engine.data.sql_guard import Deadline, open_untrusted, quote_ident
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -47,6 +53,10 @@ class DbDiff:
     before: str
     after: str
     tables: list[TableDiff]
+    incomplete: str | None = None  # why the diff stopped before the end (a bound of ``DiffLimits``), if it did
+    # virtual tables, not read: their module (FTS, R-tree …) would parse what the environment wrote in awm's process;
+    # the shadow tables holding their data are ordinary tables, compared like the others
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
@@ -64,7 +74,7 @@ class DbDiff:
         from dataclasses import asdict
 
         return {"before": self.before, "after": self.after, "summary": self.counts(),
-                "tables": [asdict(t) for t in self.tables]}
+                "tables": [asdict(t) for t in self.tables], "incomplete": self.incomplete, "skipped": self.skipped}
 
 
 def snapshot(src: Path | str, dst: Path | str) -> Path:
@@ -90,7 +100,38 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
     return dst
 
 
-def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[str], dict[tuple, dict[str, Any]]]:
+@dataclass
+class DiffLimits:
+    """How much of two databases a diff reads (they may be anything an environment's code wrote)."""
+
+    value_bytes: int = 16 << 20  # one text or blob (SQLite's SQLITE_LIMIT_LENGTH on the connections)
+    values: int = 2_000_000  # values read in all
+    bytes: int = 256 << 20  # text and blob bytes read in all
+    seconds: float = 60.0  # SQLite's time in all
+
+
+class DiffStopped(Exception):
+    """A bound of ``DiffLimits`` was reached."""
+
+
+class _Budget(Deadline):
+    def __init__(self, limits: DiffLimits):
+        super().__init__(limits.seconds)
+        self.limits = limits
+        self.values = 0
+        self.bytes = 0
+
+    def take(self, row: tuple) -> None:
+        self.values += len(row)
+        self.bytes += sum(len(v) for v in row if isinstance(v, (str, bytes)))
+        if self.values > self.limits.values:
+            raise DiffStopped(f"the databases hold more than {self.limits.values:,} values")
+        if self.bytes > self.limits.bytes:
+            raise DiffStopped(f"the databases hold more than {self.limits.bytes >> 20} MiB of text and blobs")
+
+
+def _read_table(db: sqlite_utils.Database, name: str,
+                budget: _Budget) -> tuple[list[str], list[str], dict[tuple, dict[str, Any]]]:
     table = db[name]
     columns = [c.name for c in table.columns]
     pks = [c.name for c in table.columns if c.is_pk]
@@ -102,6 +143,7 @@ def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[s
     cursor = db.conn.execute(f'SELECT {select} FROM {quote_ident(name)}')
     names = [d[0] for d in cursor.description]
     for values in cursor:
+        budget.take(values)
         record = dict(zip(names, values))
         key = tuple(record[k] for k in key_cols)
         if not pks:
@@ -110,45 +152,77 @@ def _read_table(db: sqlite_utils.Database, name: str) -> tuple[list[str], list[s
     return columns, key_cols, rows
 
 
-def diff_databases(before: Path | str, after: Path | str) -> DbDiff:
-    """Row-level differences from ``before`` to ``after`` (only tables that changed are listed)."""
+def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | None = None) -> DbDiff:
+    """Row-level differences from ``before`` to ``after`` (only tables that changed are listed); a diff that reaches
+    a bound of ``limits`` lists what it read and says why it stopped (``incomplete``)."""
     import sqlite_utils  # here, not at import: it imports pandas when installed (0.6 s off every awm start)
 
-    a = sqlite_utils.Database(sqlite3.connect(f"file:{before}?mode=ro", uri=True))
-    b = sqlite_utils.Database(sqlite3.connect(f"file:{after}?mode=ro", uri=True))
+    budget = _Budget(limits or DiffLimits())
+    a = sqlite_utils.Database(open_untrusted(before, budget.limits.value_bytes, budget))
+    b = sqlite_utils.Database(open_untrusted(after, budget.limits.value_bytes, budget))
+    tables: list[TableDiff] = []
+    skipped: list[str] = []
     try:
-        names_a = [n for n in a.table_names() if not n.startswith("sqlite_")]
-        names_b = [n for n in b.table_names() if not n.startswith("sqlite_")]
-        tables: list[TableDiff] = []
-        for name in names_a + [n for n in names_b if n not in names_a]:
-            if name not in names_b:
-                cols, keys, rows = _read_table(a, name)
-                tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
-                continue
-            if name not in names_a:
-                cols, keys, rows = _read_table(b, name)
-                tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
-                continue
-            cols_a, keys, rows_a = _read_table(a, name)
-            cols_b, keys_b, rows_b = _read_table(b, name)
-            diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
-                             columns_removed=[c for c in cols_a if c not in cols_b])
-            if keys != keys_b:  # the key itself changed: compare by whole rows
-                rows_a = {tuple(r.items()): r for r in rows_a.values()}
-                rows_b = {tuple(r.items()): r for r in rows_b.values()}
-            for key, row in rows_b.items():
-                old = rows_a.get(key)
-                if old is None:
-                    diff.inserted.append(row)
-                    continue
-                changed = [c for c in row if c in old and old[c] != row[c]]
-                if changed:
-                    key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
-                    diff.updated.append(RowUpdate(key_dict, old, row, changed))
-            diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
-            if diff.changed:
-                tables.append(diff)
-        return DbDiff(str(before), str(after), tables)
+        _diff_tables(a, b, budget, tables, skipped)
+    except DiffStopped as exc:
+        return DbDiff(str(before), str(after), tables, f"{exc}: the diff stopped there", skipped)
+    except (sqlite3.OperationalError, sqlite3.DataError) as exc:
+        if "interrupted" in str(exc):
+            why = f"reading took more than {budget.limits.seconds:.0f} s"
+        elif "too big" in str(exc):
+            why = f"a value is over {budget.limits.value_bytes >> 20} MiB"
+        else:
+            raise
+        return DbDiff(str(before), str(after), tables, f"{why}: the diff stopped there", skipped)
     finally:
         a.conn.close()
         b.conn.close()
+    return DbDiff(str(before), str(after), tables, skipped=skipped)
+
+
+def _plain_tables(db, skipped: list[str]) -> list[str]:
+    """The ordinary tables of ``db``; its virtual tables go to ``skipped`` (never opened: even listing their columns
+    runs their module)."""
+    names = []
+    for name, sql in db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid"):
+        if not isinstance(name, str) or name.startswith("sqlite_"):
+            continue
+        if str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+            if name not in skipped:
+                skipped.append(name)
+        else:
+            names.append(name)
+    return names
+
+
+def _diff_tables(a, b, budget: _Budget, tables: list[TableDiff], skipped: list[str]) -> None:
+    names_a = _plain_tables(a, skipped)
+    names_b = _plain_tables(b, skipped)
+    for name in names_a + [n for n in names_b if n not in names_a]:
+        if name not in names_b:
+            cols, keys, rows = _read_table(a, name, budget)
+            tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
+            continue
+        if name not in names_a:
+            cols, keys, rows = _read_table(b, name, budget)
+            tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
+            continue
+        cols_a, keys, rows_a = _read_table(a, name, budget)
+        cols_b, keys_b, rows_b = _read_table(b, name, budget)
+        diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
+                         columns_removed=[c for c in cols_a if c not in cols_b])
+        if keys != keys_b:  # the key itself changed: compare by whole rows
+            rows_a = {tuple(r.items()): r for r in rows_a.values()}
+            rows_b = {tuple(r.items()): r for r in rows_b.values()}
+        for key, row in rows_b.items():
+            old = rows_a.get(key)
+            if old is None:
+                diff.inserted.append(row)
+                continue
+            changed = [c for c in row if c in old and old[c] != row[c]]
+            if changed:
+                key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
+                diff.updated.append(RowUpdate(key_dict, old, row, changed))
+        diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
+        if diff.changed:
+            tables.append(diff)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.data.names import normalize_scenario_name
+from awm_engine.data.sql_guard import Deadline, open_untrusted
 from awm_engine.data.records import verifier_function
 from awm_engine.gen import prompts
 from awm_engine.gen.attempts import Attempt, GenContext, Outcome, conversation, run_attempts
@@ -19,18 +20,26 @@ FUNCTION = {"sql": "verify_task", "code": "verify_task_completion"}
 DUMP_LIMIT = 40_000  # characters of the initial database shown to the model (the reference sends it whole)
 
 
-def database_dump(path: Path, limit: int = DUMP_LIMIT) -> str:
-    """The SQL dump of ``path`` (read-only), cut to ``limit`` characters with a note."""
+def database_dump(path: Path, limit: int = DUMP_LIMIT, seconds: float = 30.0) -> str:
+    """The SQL dump of ``path`` (read-only), cut to ``limit`` characters with a note. The database was built from
+    generated SQL: only as much of it is read as is shown (a dump of a whole large database, or of a generated column
+    that computes a huge value at every read, took gigabytes), for at most ``seconds``."""
+    lines, size = [], 0
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = open_untrusted(path, deadline=Deadline(seconds))
         try:
-            text = "\n".join(conn.iterdump())
+            for line in conn.iterdump():
+                lines.append(line)
+                size += len(line) + 1
+                if size > limit:
+                    break
         finally:
             conn.close()
     except sqlite3.Error as exc:
         return f"(the database could not be dumped: {exc})"
+    text = "\n".join(lines)
     if len(text) > limit:
-        text = text[:limit] + f"\n-- … cut: the dump has {len(text)} characters, the first {limit} are shown"
+        text = text[:limit] + f"\n-- … cut: the dump has more than {limit} characters, the first {limit} are shown"
     return text
 
 

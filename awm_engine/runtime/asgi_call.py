@@ -16,10 +16,9 @@ from typing import Any
 
 import httpx
 
+from awm_engine.runtime.protocol import TRACEBACK_LIMIT, clip
+
 BASE_URL = "http://apiserver"
-
-
-TRACEBACK_LIMIT = 20_000  # characters kept of one traceback (its start and its end)
 
 
 @dataclass
@@ -84,11 +83,7 @@ def format_traceback(exc: BaseException, module_file: str | None = None) -> str:
     frame = tb
     while module_file and frame is not None and frame.tb_frame.f_code.co_filename != module_file:
         frame = frame.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, frame or tb))
-    if len(text) > TRACEBACK_LIMIT:
-        half = TRACEBACK_LIMIT // 2
-        text = text[:half] + f"\n… ({len(text) - TRACEBACK_LIMIT} characters left out) …\n" + text[-half:]
-    return text
+    return clip("".join(traceback.format_exception(type(exc), exc, frame or tb)), TRACEBACK_LIMIT)
 
 
 def response_text(response: AsgiResponse) -> str:

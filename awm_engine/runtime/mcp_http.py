@@ -152,6 +152,19 @@ async def _until_eof(reader: asyncio.StreamReader) -> None:
         pass
 
 
+async def lines(reader: asyncio.StreamReader):
+    """The lines of a stream until its end, or until one is longer than the reader's limit (a peer that broke the
+    protocol: nothing more of it is read)."""
+    while True:
+        try:
+            line = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            return
+        if not line:
+            return
+        yield line
+
+
 async def serve_stdio(in_fd: int, out_fd: int, server: WireServer) -> None:
     """MCP over a pair of pipes: one JSON-RPC message per line each way, until the input ends."""
     loop = asyncio.get_running_loop()
@@ -172,13 +185,7 @@ async def serve_stdio(in_fd: int, out_fd: int, server: WireServer) -> None:
             async with lock:
                 await loop.run_in_executor(None, out.write, dumps(reply) + b"\n")
 
-    while True:
-        try:
-            line = await reader.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            break  # a line longer than any request: the client broke the protocol
-        if not line:
-            break
+    async for line in lines(reader):
         if line.strip():
             task = asyncio.create_task(answer(line))
             tasks.add(task)

@@ -30,6 +30,7 @@ from typing import Any
 from awm_engine.data.jsonl import dumps_text
 from awm_engine.runtime import http_guard
 from awm_engine.runtime.mcp_http import CHANNEL_MESSAGE
+from awm_engine.runtime.mcp_http import lines as stream_lines
 from awm_engine.runtime.mcp_wire import error_body
 
 HOST = "127.0.0.1"
@@ -261,12 +262,13 @@ class ServeFront:
                 await _relay_answers(reader, pending, ascii_only)
             finally:
                 feeding.cancel()
+                await asyncio.gather(feeding, return_exceptions=True)  # (a write to a worker that went)
                 writer.close()
             if pending:  # asked, never answered: said, so that the client does not wait forever
                 await loop.run_in_executor(None, _write_all, 1, b"".join(
                     _encode_line(error_body(INTERNAL_ERROR, WORKER_STOPPED, rid), ascii_only)
                     for rid in pending.values()))
-            if state["stdin_ended"] and feeding.done() and not feeding.cancelled():
+            if state["stdin_ended"]:
                 return  # everything sent before the end of stdin was answered (or said to be lost)
             self._broken(generation)
 
@@ -337,13 +339,7 @@ async def _feed_worker(lines: asyncio.Queue, writer: asyncio.StreamWriter, pendi
 async def _relay_answers(reader: asyncio.StreamReader, pending: dict[str, Any], ascii_only: bool) -> None:
     """The worker's lines to stdout, each re-encoded (what is not a JSON object is dropped), until it closes."""
     loop = asyncio.get_running_loop()
-    while True:
-        try:
-            line = await reader.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            return  # a line longer than any answer: the worker broke the protocol
-        if not line:
-            return
+    async for line in stream_lines(reader):  # ends early at a line longer than any answer (a broken protocol)
         try:
             message = json.loads(line)
             data = _encode_line(message, ascii_only)

@@ -31,7 +31,7 @@ from typing import Any
 from awm_engine.data.catalog import Scenario
 from awm_engine.db.build import BuildReport
 from awm_engine.db.templates import TemplateCache, template_facts
-from awm_engine.runtime import protocol
+from awm_engine.runtime import caps, protocol
 from awm_engine.runtime.episode import (
     DEFAULT_CALL_TIMEOUT,
     ON_TIMEOUT,
@@ -85,6 +85,7 @@ class WorkerProcess:
         self.inflight: asyncio.Semaphore | None = None  # bounded calls in flight: back-pressure, not timeouts
         self.last_used: dict[str, float] = {}  # scenario -> when an episode of it was last opened here
         self.pending: dict[int, asyncio.Future] = {}
+        self.abandoned: set[int] = set()  # requests whose caller stopped waiting (their late answers are dropped)
         self.ids = itertools.count(1)
         self.loaded: dict[str, dict[str, Any]] = {}
         self.load_locks: dict[str, asyncio.Lock] = {}
@@ -148,6 +149,7 @@ class WorkerProcess:
         self.alive = True
         self.generation += 1
         self.loaded.clear()
+        self.abandoned.clear()
         self._reader_task = asyncio.create_task(self._read(reader))
         self._watch_task = asyncio.create_task(self._watch(self.proc, self.generation))
 
@@ -171,12 +173,21 @@ class WorkerProcess:
                 except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
                     why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
                     break
-                if "id" not in msg and "event" in msg:
-                    if self.on_event is not None:
-                        self.on_event(msg)
+                if "id" not in msg and "event" in msg and self.on_event is not None:  # a served call's record
+                    self.on_event(msg)
                     continue
-                future = self.pending.pop(msg.get("id"), None)
-                if future is not None and not future.done():
+                rid = msg.get("id")
+                future = self.pending.pop(rid, None) if isinstance(rid, int) else None
+                if future is None:
+                    if isinstance(rid, int) and rid in self.abandoned:  # late: its caller gave up waiting
+                        self.abandoned.discard(rid)
+                        continue
+                    # an honest worker answers each request once, and sends events only to a parent that takes them:
+                    # anything else is the environment's code writing to the channel (each line costs the parent a
+                    # parse of up to 16 MiB)
+                    why = f"environment worker {self.index} sent an answer to no request (it is replaced)"
+                    break
+                if not future.done():
                     future.set_result(msg)
         except (ValueError, asyncio.LimitOverrunError):
             why = (f"environment worker {self.index} sent a line over {protocol.LINE_LIMIT} bytes (it is "
@@ -211,7 +222,8 @@ class WorkerProcess:
         try:
             msg = await asyncio.wait_for(future, wait)
         except (asyncio.TimeoutError, TimeoutError):
-            self.pending.pop(rid, None)
+            if self.pending.pop(rid, None) is not None:
+                self.abandoned.add(rid)
             raise
         return protocol.result_of(msg)
 
@@ -426,11 +438,17 @@ class PoolEpisode:
             if exc.kind == "worker_died":
                 await self.pool._restart(self.worker, generation)
             return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal", traceback=exc.traceback)
-        self.left_running = bool(data.pop("left_running", 0))  # close and reset wait for it in the worker
-        if data.pop("stuck", False):  # a handler thread would not stop: recycle the worker
+        try:  # the worker runs the environment's code: its answer is checked and cut here, not trusted
+            data = protocol.call_answer(data)
+        except protocol.MalformedAnswer as exc:
+            await self.pool._restart(self.worker, generation)
+            return ToolResult(f"Error calling {name}: environment worker {self.worker.index} sent a malformed answer "
+                              f"({exc}); it was restarted", True, error_kind="internal")
+        self.left_running = bool(data.pop("left_running"))  # close and reset wait for it in the worker
+        if data.pop("stuck"):  # a handler thread would not stop: recycle the worker
             await self.pool._restart(self.worker, generation)
             data["text"] += " (the environment worker was restarted)"
-        return ToolResult(**{k: v for k, v in data.items() if k in ToolResult.__dataclass_fields__})
+        return caps.cap_result(ToolResult(**data), caps.DEFAULT_RESULT_CAP)
 
     async def reset(self) -> None:
         for attempt in (1, 2):
@@ -483,6 +501,22 @@ class PoolEpisode:
         await asyncio.to_thread(_move_databases, self.worker.home, self.info.live_dir, self.info.run_dir)
 
 
+BUILD_THREADS = 4
+_build_executor = None
+
+
+async def _in_build_thread(fn):
+    """Template builds (and their digests) wait on threads of their own: a scenario's SQL may keep its sandboxed
+    build busy until its timeout (600 s), and on the default executor a few such builds held up every other
+    scenario's episode closes, template copies and results lines behind them."""
+    global _build_executor
+    if _build_executor is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _build_executor = ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="awm-build")
+    return await asyncio.get_running_loop().run_in_executor(_build_executor, fn)
+
+
 def _give_template(template: Path, home: Path, name: str) -> None:
     uid, gid = sandbox_ids()
     dfd = safe_fs.open_dir(home)
@@ -526,6 +560,10 @@ def _snapshot_live(home: Path, path: Path, dest: Path) -> Path:
 
 
 DB_FILES = ("initial.db", "final.db", "final.db-journal", "final.db-wal", "final.db-shm")
+# what one episode's databases may take out of its sandbox, together: they stay in the run directory (and a verifier
+# gets copies of two in a tmpfs), so a worker refilling its 1 GiB directory for every episode would otherwise fill
+# the host's disk (and memory) one episode at a time
+EPISODE_DB_MB = int(os.environ.get("AWM_EPISODE_DB_MB") or 256)
 
 
 def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
@@ -544,9 +582,14 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         problems = []
+        room = EPISODE_DB_MB << 20
         for name in DB_FILES:
             try:
-                safe_fs.take_file(dfd, name, run_dir / name, f"{live}/")
+                if safe_fs.take_file(dfd, name, run_dir / name, f"{live}/", max_size=room):
+                    room -= (run_dir / name).stat().st_size
+            except safe_fs.TooLarge as exc:
+                problems.append(f"{exc} (an episode's databases take at most {EPISODE_DB_MB} MiB together out of "
+                                "its sandbox: AWM_EPISODE_DB_MB)")
             except safe_fs.UnsafeEntry as exc:
                 problems.append(str(exc))
         if problems:
@@ -579,7 +622,7 @@ class EnvPool:
         self.n_workers = workers or 1  # sandboxes per scenario
         self.serve_channel = serve_channel  # workers get a descriptor channel (``awm env serve``: mcp_http)
         # the first worker comes from the warm service when it has one ready (``runtime.warm``; awm env serve)
-        self.warm = warm
+        self.warm_service = warm
         self._lease: Any = None
         self.n_spares = self.n_workers if spares is None else spares  # pre-started, not yet bound to a scenario
         self.max_sandboxes = max(max_sandboxes, self.n_workers)
@@ -620,7 +663,7 @@ class EnvPool:
 
     async def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.warm and self.serve_channel:
+        if self.warm_service and self.serve_channel:
             from awm_engine.runtime import warm
 
             self._lease = await asyncio.to_thread(warm.take)
@@ -696,6 +739,8 @@ class EnvPool:
                     ready.remove(episode)
             await victim.stop()
             victim.release_home()
+            if victim.log_path != self.log_path:  # its log goes with it: the logs of a long run stay bounded
+                victim.log_path.unlink(missing_ok=True)
 
     async def close(self) -> None:
         for task in [*self._refreshing.values(), *self._prefetching, *self._spare_tasks]:
@@ -725,8 +770,8 @@ class EnvPool:
             async with self._template_locks.setdefault(key, asyncio.Lock()):
                 state = self._templates.get(key)
                 if state is None or self.templates.expired(state.report):
-                    path, report = await asyncio.to_thread(self.templates.get, scenario)
-                    state = self._templates[key] = TemplateState(path, report)
+                    state = self._templates[key] = await _in_build_thread(
+                        lambda: TemplateState(*self.templates.get(scenario)))
         elif self.templates.due(state.report) and key not in self._refreshing:
             self._refreshing[key] = asyncio.create_task(self._refresh(scenario, state))
         return state
@@ -734,10 +779,11 @@ class EnvPool:
     async def _refresh(self, scenario: Scenario, state: TemplateState) -> None:
         key = scenario.key
         try:
-            path, report = await asyncio.to_thread(self.templates.get, scenario, False, state.report.built_at)
+            fresh = await _in_build_thread(
+                lambda: TemplateState(*self.templates.get(scenario, False, state.report.built_at)))
             async with self._template_locks.setdefault(key, asyncio.Lock()):
                 if self._templates.get(key) is state:
-                    self._templates[key] = TemplateState(path, report)
+                    self._templates[key] = fresh
             for worker in [w for w in self.workers if w.alive and key in w.loaded]:
                 await self._load(worker, scenario)
         except Exception:  # noqa: BLE001 - an expired template is built again before its next use anyway
@@ -769,10 +815,10 @@ class EnvPool:
                 try:
                     # the sealed template goes into the worker's own directory (created there, never followed)
                     await asyncio.to_thread(_give_template, template.path, worker.home, incoming)
-                    worker.loaded[scenario.key] = await worker.request(
+                    worker.loaded[scenario.key] = protocol.load_answer(await worker.request(
                         "load", wait=self.load_timeout, scenario=scenario.key, code=code,
                         template=str(worker.home / incoming), template_built_at=built_at, workdir=str(worker.home),
-                        template_digest=template.digest)
+                        template_digest=template.digest))
                 except (asyncio.TimeoutError, TimeoutError):
                     message = (f"{scenario.key}: the environment did not finish loading within "
                                f"{self.load_timeout:.0f}s (its code loops or sleeps at import); the worker was "
@@ -785,6 +831,11 @@ class EnvPool:
                         self.broken[scenario.key] = f"{scenario.key}: the worker died while loading it: {exc}"
                         await self._restart(worker, generation)
                     raise EnvLoadError(f"{scenario.key}: {exc}", scenario.key) from None
+                except protocol.MalformedAnswer as exc:  # the environment's code answered for the worker
+                    message = f"{scenario.key}: environment worker {worker.index} sent a malformed answer: {exc}"
+                    self.broken[scenario.key] = message
+                    await self._restart(worker, generation)
+                    raise EnvLoadError(message, scenario.key) from None
                 finally:
                     await asyncio.to_thread(_discard, worker.home, incoming)
         return worker.loaded[scenario.key]
@@ -808,10 +859,10 @@ class EnvPool:
             if scenario.key not in worker.loaded:
                 await self._make_room(worker, scenario.key)
                 try:
-                    worker.loaded[scenario.key] = await worker.request(
+                    worker.loaded[scenario.key] = protocol.load_answer(await worker.request(
                         "load", wait=self.load_timeout, scenario=scenario.key, hosted=scenario.hosted,
-                        workdir=str(worker.home))
-                except (WorkerError, asyncio.TimeoutError, TimeoutError) as exc:
+                        workdir=str(worker.home)))
+                except (WorkerError, protocol.MalformedAnswer, asyncio.TimeoutError, TimeoutError) as exc:
                     raise EnvLoadError(f"{scenario.key}: {exc or 'the environment did not load in time'}",
                                        scenario.key) from None
         return worker.loaded[scenario.key]
@@ -892,7 +943,9 @@ class EnvPool:
         episode.task_idx = task_idx
         episode.options = options
         if scenario.key in self._templates:
-            episode.template = template_facts(self._templates[scenario.key].report, data.get("template_built_at"))
+            built = data.get("template_built_at") if isinstance(data, dict) else None  # the worker's: checked
+            episode.template = template_facts(self._templates[scenario.key].report, built if isinstance(
+                built, (int, float)) and not isinstance(built, bool) else None)
         worker.episodes.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode

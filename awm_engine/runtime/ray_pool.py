@@ -17,12 +17,15 @@ import asyncio
 import functools
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, EnvLoadError, ToolResult
 from awm_engine.sandbox import owned
+
+CHUNK = 96 << 10  # bytes of a database per transfer from an actor: under Ray's 100 KiB for inline objects
 
 
 def require_ray():
@@ -54,6 +57,7 @@ class PoolActor:
         self.pool = None
         self._starting = None  # one start, however many opens arrive at once
         self.episodes: dict[str, Any] = {}
+        self.files: dict[str, Path] = {}  # databases offered to the caller (``close``, ``snapshot``), by token
 
     async def _ready(self):
         if self._starting is None:
@@ -96,23 +100,39 @@ class PoolActor:
     async def reset(self, episode_id: str) -> None:
         await self.episodes[episode_id].reset()
 
-    async def snapshot(self, episode_id: str) -> bytes:
+    # A database goes to the caller a chunk at a time (``read``): whole, an environment's (up to its worker's 1 GB
+    # quota) was one object in this process, Ray's object store and the caller, per episode closing at once.
 
-        with tempfile.TemporaryDirectory() as tmp:
-            return self.episodes[episode_id].snapshot(Path(tmp) / "snap.db").read_bytes()
+    def _offer(self, path: Path) -> str:
+        token = uuid.uuid4().hex
+        self.files[token] = path
+        return token
 
-    async def close(self, episode_id: str) -> dict[str, bytes]:
+    async def snapshot(self, episode_id: str) -> str:
+        """A snapshot of the episode's database, to ``read`` and then ``drop``."""
+        tmp = Path(tempfile.mkdtemp(prefix="snap-", dir=str(self.pool.workdir)))
+        return self._offer(self.episodes[episode_id].snapshot(tmp / "snap.db"))
+
+    async def close(self, episode_id: str) -> dict[str, str]:
+        """Close the episode; its databases, by name, to ``read`` and then ``drop``."""
         episode = self.episodes.pop(episode_id, None)
         if episode is None:
             return {}
         await episode.close()  # the databases land in the episode's own directory on this node
-        out = {}
-        for name in ("initial.db", "final.db"):
-            path = episode.run_dir / name
-            if path.exists():
-                out[name] = path.read_bytes()
-                path.unlink()
-        return out
+        return {name: self._offer(episode.run_dir / name) for name in ("initial.db", "final.db")
+                if (episode.run_dir / name).is_file()}
+
+    def read(self, token: str, offset: int) -> bytes:
+        with open(self.files[token], "rb") as fh:
+            fh.seek(offset)
+            return fh.read(CHUNK)
+
+    def drop(self, token: str) -> None:
+        path = self.files.pop(token, None)
+        if path is not None:
+            path.unlink(missing_ok=True)
+            if path.parent.name.startswith("snap-"):
+                shutil.rmtree(path.parent, ignore_errors=True)
 
     def load(self) -> int:
         return len(self.episodes)
@@ -178,7 +198,11 @@ class RayEpisode:
         ray = require_ray()
         dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(ray.get(self.actor.snapshot.remote(self.id)))
+        token = ray.get(self.actor.snapshot.remote(self.id))
+        with open(dest, "wb") as fh:
+            while chunk := ray.get(self.actor.read.remote(token, fh.tell())):
+                fh.write(chunk)
+        ray.get(self.actor.drop.remote(token))
         return dest
 
     async def close(self) -> None:
@@ -191,8 +215,16 @@ class RayEpisode:
         except Exception:  # noqa: BLE001 - a lost actor: the databases are gone with it
             files = {}
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        for name, content in files.items():
-            await asyncio.to_thread((self.run_dir / name).write_bytes, content)
+        for name, token in files.items():
+            await _fetch(self.actor, token, self.run_dir / name)
+
+
+async def _fetch(actor, token: str, dest: Path) -> None:
+    """A database an actor offers, into ``dest`` a chunk at a time."""
+    with open(dest, "wb") as fh:
+        while chunk := await actor.read.remote(token, fh.tell()):
+            await asyncio.to_thread(fh.write, chunk)
+    await actor.drop.remote(token)
 
 
 class RayEnvPool:

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from awm_engine.sandbox.output import copy_capped
+
 ENV_OFF = "AWM_WARM"
 ENV_DIR = "AWM_WARM_DIR"
 ENV_IDLE = "AWM_WARM_IDLE"
@@ -113,7 +115,7 @@ class Lease:
     def copy_log(self, path: Path) -> None:
         """The worker's output from now on goes into ``path`` (within the sandbox log cap)."""
         out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        self._log = threading.Thread(target=_copy_capped, args=(self.output, out), name="awm-warm-log", daemon=True)
+        self._log = threading.Thread(target=copy_capped, args=(self.output, out), name="awm-warm-log", daemon=True)
         self._log.start()
 
     def close(self) -> None:
@@ -122,30 +124,6 @@ class Lease:
         if self._log is None:
             with contextlib.suppress(OSError):
                 os.close(self.output)
-
-
-LOG_CAP = 16 << 20  # bytes of a worker's output kept in its log
-
-
-def _copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
-    """Copy a worker's output into its log, keeping at most ``cap`` bytes in the file; the rest is read and dropped
-    (the worker never blocks on a full pipe)."""
-    try:
-        room = cap - os.fstat(out_fd).st_size
-        while True:
-            block = os.read(read_fd, 1 << 16)
-            if not block:
-                return
-            if room > 0:
-                view = memoryview(block[:room])
-                room -= len(view)
-                while view:
-                    view = view[os.write(out_fd, view):]
-    except OSError:
-        return
-    finally:
-        os.close(read_fd)
-        os.close(out_fd)
 
 
 def take(timeout: float = TAKE_TIMEOUT) -> Lease | None:

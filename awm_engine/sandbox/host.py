@@ -33,10 +33,12 @@ EXPOSES = {
     "distinct_uid": "sandboxed code runs as your own uid: only the filesystem view keeps your files out of reach",
     "filesystem_view": "untrusted code can read every file your uid can (keys, configs, other runs)",
     "path_sockets_blocked": "untrusted code can connect to unix sockets on disk (tmux, ssh-agent, docker)",
-    "network_isolated": "untrusted code can reach the network, including services on loopback",
+    "network_isolated": "untrusted code can reach the network, including services on loopback (or, through AF_VSOCK, "
+                        "the hypervisor's host)",
     "proc_isolated": "untrusted code can see the host's processes and their command lines",
     "ipc_isolated": "SysV IPC objects are shared with the host and can outlive the sandbox",
-    "syscall_filter": "ptrace, mount, keyctl, bpf, io_uring and similar system calls are open to untrusted code",
+    "syscall_filter": "ptrace, mount, keyctl, bpf, io_uring, sockets of families no network namespace holds "
+                      "(AF_VSOCK) and similar system calls are open to untrusted code",
     "writes_confined": "no second layer confines writes to the sandbox's own directories",
     "signals_scoped": "untrusted code can signal processes outside its sandbox that it can see",
     "memory_limit": "memory is limited per process only: many processes of one sandbox can exhaust the host",
@@ -56,7 +58,7 @@ class Protections:
     distinct_uid: bool = False  # runs as a host uid that owns nothing (awm as root drops to AWM_SANDBOX_UID)
     filesystem_view: bool = False  # a minimal read-only view: no home, host /tmp, /run, /var, other runs
     path_sockets_blocked: bool = False  # host unix sockets on disk cannot be reached
-    network_isolated: bool = False  # no TCP, UDP or abstract-socket traffic leaves the sandbox
+    network_isolated: bool = False  # no TCP, UDP, abstract-socket or vsock traffic leaves the sandbox
     proc_isolated: bool = False  # own pid namespace and /proc
     ipc_isolated: bool = False  # own SysV IPC: nothing of it survives the sandbox
     syscall_filter: bool = False  # seccomp
@@ -191,6 +193,10 @@ def udp():
     try: s.sendto(b"awm-probe", ("127.0.0.1", cfg["udp"]))
     finally: s.close()
 attempt("udp", udp)
+def vsock():  # no network namespace holds AF_VSOCK: from a VM it reaches the hypervisor's host
+    s = socket.socket(40, socket.SOCK_STREAM)
+    s.close()
+attempt("vsock", vsock)
 r["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
 attempt("signal_parent", lambda: os.kill(cfg["parent"], 0))
 libc = ctypes.CDLL(None, use_errno=True)
@@ -260,7 +266,8 @@ def _measure(network: bool) -> Protections:
             p.filesystem_view = not (result["canary"] or result["shadow"] or result["host_tmp"])
             p.path_sockets_blocked = result["path_socket"] != "ok" and not result["accepted_unix"]
             p.network_isolated = (not network and result["tcp"] != "ok" and not result["accepted_tcp"]
-                                  and not result["udp_received"] and result["abstract_socket"] != "ok")
+                                  and not result["udp_received"] and result["abstract_socket"] != "ok"
+                                  and result.get("vsock") != "ok")
             p.proc_isolated = result["pids"] <= 4
             p.no_survivors = p.proc_isolated
             p.ipc_isolated = result["shm_left"] is False

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.sandbox import host, limits, owned, safe_fs, view
+from awm_engine.sandbox.output import CappedLog, is_regular_file
 from awm_engine.sandbox.environment import scrubbed_env
 
 PACKAGE_PARENT = view.PACKAGE_PARENT  # so ``-m awm_engine…`` works inside
@@ -128,6 +129,7 @@ def _cleanup_all() -> None:
             sandbox.cleanup()
         except Exception:  # noqa: BLE001 - at exit: do what can be done
             pass
+    limits.remove_total_groups()
 
 
 atexit.register(_cleanup_all)
@@ -145,6 +147,7 @@ class Sandbox:
         self.protections = protections or host.protections(policy.network)
         self.cgroup: limits.SandboxCgroup | None = None
         self._fds: list[int] = []
+        self._logs: list[CappedLog] = []
         self.proc: subprocess.Popen | None = None
 
     # -- the command line ---------------------------------------------------------------------------------------
@@ -247,14 +250,24 @@ class Sandbox:
     # -- running ------------------------------------------------------------------------------------------------
 
     def popen(self, argv: list[str], cwd: str | None = None, **kwargs: Any) -> subprocess.Popen:
+        """Start ``argv`` in the sandbox. A regular file given as stdout or stderr never reaches it: the process
+        writes into a pipe whose contents awm copies into that file, up to ``output.LOG_CAP`` bytes (``output``)."""
+        logs = _logs_for(kwargs)
         try:
             command, env = self.command(argv, cwd)
             kwargs.setdefault("start_new_session", True)
             kwargs["pass_fds"] = tuple(kwargs.get("pass_fds", ())) + self.pass_fds
             self.proc = subprocess.Popen(command, env=env, cwd="/", **kwargs)
-            return self.proc
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
         finally:
             self._close_fds()
+        for log in logs:
+            log.start()
+        self._logs.extend(logs)
+        return self.proc
 
     def run(self, argv: list[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
         """Run to completion (killed, with everything it started, at ``timeout``)."""
@@ -281,6 +294,27 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        for log in self._logs:  # everything that held its pipe is gone: the last bytes are copied
+            log.close()
+        self._logs = []
+
+
+def _logs_for(kwargs: dict[str, Any]) -> list[CappedLog]:
+    """Replace a regular file given as ``stdout``/``stderr`` by the write end of a ``CappedLog`` (one for both when
+    they are the same file)."""
+    logs: list[CappedLog] = []
+    seen: dict[tuple[int, int], CappedLog] = {}
+    for key in ("stdout", "stderr"):
+        target = kwargs.get(key)
+        if target is None or not is_regular_file(target):
+            continue
+        st = os.fstat(target if isinstance(target, int) else target.fileno())
+        log = seen.get((st.st_dev, st.st_ino))
+        if log is None:
+            log = seen[(st.st_dev, st.st_ino)] = CappedLog(target)
+            logs.append(log)
+        kwargs[key] = log.write_fd
+    return logs
 
 
 def kill_tree(proc: subprocess.Popen) -> None:

@@ -59,9 +59,70 @@ def cgroup_support() -> tuple[dict[str, Path], str]:
     return found, ("no writable cgroup with the " + " and ".join(missing) + " controller") if missing else ""
 
 
+def total_memory_mb() -> int:
+    """What all the sandboxes of one awm process may hold together (``AWM_SANDBOX_TOTAL_MEMORY_MB``; default three
+    quarters of the machine's memory). Each sandbox has its own limit (2 GiB for a worker) and a 1 GiB tmpfs
+    directory whose pages are memory too: 32 workers may otherwise ask for 96 GiB, and tmpfs pages are not freed by
+    killing any process."""
+    override = os.environ.get("AWM_SANDBOX_TOTAL_MEMORY_MB", "")
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 3 // 4 // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 16 * 1024
+
+
+TOTAL_LABEL = "total"  # ``awm-total-<pid>-all``: the memory cgroup every sandbox of the process <pid> is made in
+
+
+_totals: dict[tuple[Path, int], Path | None] = {}
+
+
+def total_group(root: Path) -> Path | None:
+    """This process's memory cgroup below ``root`` (the memory controller's), limited to ``total_memory_mb()``, in
+    which each of its sandboxes gets its own (None when it cannot be made: the sandboxes then go directly below
+    ``root``). On cgroup v2 the pids controller shares the hierarchy, so the sandboxes' one group is made there."""
+    key = (root, os.getpid())
+    if key in _totals:
+        return _totals[key]
+    path = root / f"awm-{TOTAL_LABEL}-{os.getpid()}-all"
+    limit = str(total_memory_mb() * 1024 * 1024)
+    try:
+        path.mkdir(exist_ok=True)
+        if (path / "memory.max").exists():  # cgroup v2: the sandboxes below need the controllers passed down
+            (path / "memory.max").write_text(limit)
+            if (path / "memory.swap.max").exists():
+                (path / "memory.swap.max").write_text("0")
+            shared = [c for c, r in cgroup_support()[0].items() if r == root]
+            (path / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in shared))
+        else:
+            (path / "memory.limit_in_bytes").write_text(limit)
+    except OSError:
+        SandboxCgroup._remove(path)
+        path = None
+    _totals[key] = path
+    return path
+
+
+def remove_total_groups() -> None:
+    """This process's total groups, once its sandboxes' are gone (at exit; what remains is swept later)."""
+    for (_root, pid), path in list(_totals.items()):
+        if pid == os.getpid() and path is not None:
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+            _totals.pop((_root, pid), None)
+
+
 class SandboxCgroup:
     """The cgroups of one sandbox: created with its limits, joined by the sandbox's first process (the launch
-    command writes its own pid into ``procs_files``), emptied and removed at cleanup."""
+    command writes its own pid into ``procs_files``), emptied and removed at cleanup. Its memory cgroup is made in
+    the process's ``total_group``."""
 
     def __init__(self, name: str, memory_mb: int | None, max_procs: int | None):
         self.dirs: list[Path] = []
@@ -71,7 +132,8 @@ class SandboxCgroup:
             limit = memory_mb if controller == "memory" else max_procs
             if not limit:
                 continue
-            path = root / name
+            memory_root = roots.get("memory")
+            path = ((total_group(memory_root) if root == memory_root else None) or root) / name
             try:
                 path.mkdir(exist_ok=True)
                 if controller == "pids":
@@ -235,8 +297,10 @@ def sweep_stale_cgroups() -> int:
             owner = int(parts[-2])
             if owner == os.getpid() or Path(f"/proc/{owner}").exists():
                 continue
+            # a process's total group holds its sandboxes' groups: they go first
+            inner = [d for d in entry.iterdir() if d.is_dir()] if parts[1] == TOTAL_LABEL else []
             group = SandboxCgroup.__new__(SandboxCgroup)
-            group.dirs, group.controllers = [entry], set()
+            group.dirs, group.controllers = [*inner, entry], set()
             group.remove()
             swept += 1
     return swept

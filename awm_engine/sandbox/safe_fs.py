@@ -24,6 +24,10 @@ class UnsafeEntry(OSError):
     """An entry of a sandbox-writable directory that is not what it must be (symlink, hard link, special file)."""
 
 
+class TooLarge(UnsafeEntry):
+    """A file over the size the caller takes out of a sandbox."""
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
@@ -58,8 +62,9 @@ def open_dir(trusted: Path | str, relative: Path | str = "") -> int:
     return fd
 
 
-def open_regular(dir_fd: int, name: str, where: str = "") -> int:
-    """``name`` in ``dir_fd`` opened for reading, only if it is a regular file with one link."""
+def open_regular(dir_fd: int, name: str, where: str = "", max_size: int | None = None) -> int:
+    """``name`` in ``dir_fd`` opened for reading, only if it is a regular file with one link (and at most
+    ``max_size`` bytes when given)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -82,18 +87,24 @@ def open_regular(dir_fd: int, name: str, where: str = "") -> int:
         os.close(fd)
         raise UnsafeEntry(f"{where}{name} is sparse ({st.st_size} bytes in {st.st_blocks * 512} on disk): refused, "
                           "a copy would fill the host's disk")
+    if max_size is not None and st.st_size > max_size:
+        os.close(fd)
+        raise TooLarge(f"{where}{name} is {st.st_size:,} bytes, over the {max_size:,} it may take here")
     return fd
 
 
-def _copy_fd(src: int, dest: Path) -> None:
-    """Copy an open file into ``dest`` (a path in a directory the parent trusts), never following a symlink there."""
+def _copy_fd(src: int, dest: Path, limit: int | None = None) -> None:
+    """Copy an open file into ``dest`` (a path in a directory the parent trusts), never following a symlink there;
+    at most ``limit`` bytes (what was checked: a sandbox still running may grow the file while it is copied)."""
     out = os.open(str(dest), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    left = MAX_FILE if limit is None else limit
     try:
         os.lseek(src, 0, os.SEEK_SET)
-        while True:
-            block = os.read(src, CHUNK)
+        while left > 0:
+            block = os.read(src, min(CHUNK, left))
             if not block:
                 break
+            left -= len(block)
             view = memoryview(block)
             while view:
                 view = view[os.write(out, view):]
@@ -101,15 +112,16 @@ def _copy_fd(src: int, dest: Path) -> None:
         os.close(out)
 
 
-def take_file(dir_fd: int, name: str, dest: Path, where: str = "") -> bool:
+def take_file(dir_fd: int, name: str, dest: Path, where: str = "", max_size: int | None = None) -> bool:
     """Move ``name`` out of a sandbox directory into ``dest`` (copied through its descriptor, then unlinked there).
-    False when there is no such entry."""
+    False when there is no such entry; ``UnsafeEntry`` when it is not a regular file of one link, or is over
+    ``max_size`` bytes."""
     try:
-        fd = open_regular(dir_fd, name, where)
+        fd = open_regular(dir_fd, name, where, max_size)
     except FileNotFoundError:
         return False
     try:
-        _copy_fd(fd, dest)
+        _copy_fd(fd, dest, min(os.fstat(fd).st_size, MAX_FILE if max_size is None else max_size))
     finally:
         os.close(fd)
     try:

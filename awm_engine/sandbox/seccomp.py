@@ -5,7 +5,10 @@ Everything is allowed except the calls untrusted code has no business making: tr
 processes (``ptrace``, ``process_vm_*``, ``kcmp``), mounting and namespace games (``mount``, ``unshare``,
 ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``), the
 kernel keyring, BPF, perf, userfaultfd, io_uring (its operations bypass this filter), module and kexec
-loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``) and the like. Denied calls fail with EPERM; a call
+loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``) and the like. Sockets only of the families a network
+namespace contains (unix, IPv4, IPv6, and netlink for routing only): any other fails with EAFNOSUPPORT — ``AF_VSOCK`` above all, which
+no network namespace isolates (from a VM it reaches the hypervisor's host, whose VMM may hand the connection on to
+a unix socket of a host process). Denied calls fail with EPERM; a call
 made through another ABI (i386 ``int 0x80``, x32) kills the process (libseccomp's bad-architecture action).
 The filter is loaded by ``init.py`` as the last step before the untrusted code (after the uid drop and the user
 namespace, which it would otherwise forbid).
@@ -36,6 +39,9 @@ DENIED = (
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000)
 #                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK: what a network namespace holds
+AF_NETLINK, NETLINK_ROUTE = 16, 0
+CMP_NE, CMP_GT = 1, 6
 
 
 class ArgCmp(ctypes.Structure):
@@ -112,6 +118,14 @@ def _build(export: bool) -> int:
             rule(eperm, "clone", (0, CMP_MASKED_EQ, flag, flag))
         for request in (TIOCSTI, TIOCLINUX):
             rule(eperm, "ioctl", (1, CMP_MASKED_EQ, 0xFFFFFFFF, request))
+        no_family = ACT_ERRNO | errno.EAFNOSUPPORT
+        for call in ("socket", "socketpair"):
+            for family in range(max(SOCKET_FAMILIES)):
+                if family not in SOCKET_FAMILIES:
+                    rule(no_family, call, (0, CMP_EQ, family, 0))
+            rule(no_family, call, (0, CMP_GT, max(SOCKET_FAMILIES), 0))  # upper bits set included
+        # netlink: routing only (what getaddrinfo asks); not the audit, uevent, netfilter or generic families
+        rule(ACT_ERRNO | errno.EPROTONOSUPPORT, "socket", (0, CMP_EQ, AF_NETLINK, 0), (2, CMP_NE, NETLINK_ROUTE, 0))
         if not export:
             rc = lib.seccomp_load(ctx)
             if rc < 0:

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from awm_engine.data.jsonl import text_lines
+
 FORMATS = ("jsonl", "parquet")
 
 
@@ -111,4 +113,4 @@ def read_records(path: Path | str) -> list[dict[str, Any]]:
         import pyarrow.parquet as pq
 
         return pq.read_table(path).to_pylist()
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in text_lines(path) if line.strip()]

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 from awm_engine.agent.meta_protocol import uses_vllm_extras
 from awm_engine.agent.rollout import AgentConfig, api_messages, window_groups
 from awm_engine.data.run_formats import EVENTS, RESULTS, TRAJECTORY
+from awm_engine.data.jsonl import text_lines
 from awm_engine.verify.rewards import RewardConfig
 
 DEFAULT_WINDOW = 3  # the paper trains with w = 3 (spec/awm-format.md §5.5, §8)
@@ -100,7 +101,7 @@ def _read_events(path: Path) -> dict[int, dict[str, Any]]:
     turns: dict[int, dict[str, Any]] = {}
     if not path.is_file():
         return turns
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text_lines(path):
         try:
             event = json.loads(line)
         except ValueError:
@@ -184,7 +185,7 @@ def _eval_rollouts(run: Path, run_id: str) -> list[FoundRollout]:
     ``<run>/<scenario>/<task>/<sample>``, one GRPO group per task of the run."""
     results = run / RESULTS.file
     found: dict[str, tuple[Path, dict[str, Any]]] = {}
-    for line in results.read_text(encoding="utf-8").splitlines():
+    for line in text_lines(results):
         try:
             record = json.loads(line)
         except ValueError:

@@ -126,7 +126,8 @@ def define_agent_loop(base: type, output_cls: type, metrics_cls: type) -> type:
                 num_turns=2 * turns + 1, metrics=metrics_cls(),
                 extra_fields={"awm": {"scenario": scenario, "task_id": task_id, "stop_reason": stop,
                                       "label": info.get("label"), "has_verdict": info.get("has_verdict"),
-                                      "run_dir": info.get("run_dir"), "turns": turns}})
+                                      "run_dir": info.get("run_dir"), "turns": turns,
+                                      "settings": s.to_dict()}})
 
     AWMAgentLoop.__name__ = AWMAgentLoop.__qualname__ = "AWMAgentLoop"
     return AWMAgentLoop
