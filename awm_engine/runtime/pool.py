@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -498,7 +499,7 @@ class PoolEpisode:
             if answer.get("stuck"):  # its thread could still write final.db once moved: the worker goes first
                 await self.pool._restart(self.worker, generation)
         self.closed = True
-        await asyncio.to_thread(_move_databases, self.worker.home, self.info.live_dir, self.info.run_dir)
+        await asyncio.to_thread(_move_out, self)
 
 
 BUILD_THREADS = 4
@@ -1007,24 +1008,43 @@ class EnvPool:
         attached.add(episode.id)
 
 
+_MOVES = [threading.Lock() for _ in range(64)]  # one episode's databases move (out, in) one at a time
+
+
+def _moving(episode: PoolEpisode) -> threading.Lock:
+    return _MOVES[hash(str(episode.info.run_dir)) % len(_MOVES)]
+
+
+def _move_out(episode: PoolEpisode) -> None:
+    """A closed episode's databases into its run directory, from wherever they live now (its worker's directory,
+    or the one a replaced leased worker had: ``_take_out`` emptied that one)."""
+    with _moving(episode):
+        live, worker = episode.info.live_dir, episode.worker
+        home = next((h for h in (worker.home, worker.own_home) if live.is_relative_to(h)), None)
+        if home is not None:
+            _move_databases(home, live, episode.info.run_dir)
+
+
 def _take_out(home: Path, episodes: list[PoolEpisode]) -> None:
     """The databases of ``episodes`` (their journals too) out of a leased worker's directory into their run
     directories: the directory goes with the lease, the episodes go on in the next worker (``_bring_in``)."""
     for episode in episodes:
-        if episode.info.live_dir != episode.info.run_dir:
-            _move_databases(home, episode.info.live_dir, episode.info.run_dir)
+        with _moving(episode):
+            if episode.info.live_dir != episode.info.run_dir:
+                _move_databases(home, episode.info.live_dir, episode.info.run_dir)
 
 
 def _bring_in(home: Path, episodes: list[PoolEpisode]) -> None:
     """``_take_out``'s databases into the new worker's directory ``home``, where the episodes live from now on."""
     for episode in episodes:
-        if episode.info.live_dir == episode.info.run_dir:
-            continue
-        live = home / "episodes" / episode.id
-        _copy_databases(episode.info.run_dir, home, live, DB_FILES)
-        episode.info.live_dir = live
-        for name in DB_FILES[2:]:  # a journal stays only beside the database it belongs to
-            (episode.info.run_dir / name).unlink(missing_ok=True)
+        with _moving(episode):
+            if episode.info.live_dir == episode.info.run_dir or episode.closed:
+                continue
+            live = home / "episodes" / episode.id
+            _copy_databases(episode.info.run_dir, home, live, DB_FILES)
+            episode.info.live_dir = live
+            for name in DB_FILES[2:]:  # a journal stays only beside the database it belongs to
+                (episode.info.run_dir / name).unlink(missing_ok=True)
 
 
 def _copy_databases(src: Path, home: Path, live: Path, names: tuple[str, ...] = ("initial.db", "final.db")) -> None:
