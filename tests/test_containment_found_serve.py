@@ -560,3 +560,27 @@ def test_a_client_that_fills_the_servers_descriptors_does_not_stop_it(tmp_path):
     finally:
         err = stop(proc)
     assert proc.returncode == 0, err
+
+
+def test_a_call_as_large_as_a_request_may_be_does_not_cost_the_worker(tmp_path):
+    """A 16 MiB request (the largest a worker takes) made a call record over the worker protocol's 16 MiB line, and
+    the parent replaced the worker for it: every client's MCP session gone."""
+    proc, port, out = serve(tmp_path, "")
+    url = f"http://127.0.0.1:{port}/mcp"
+    start = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_note","arguments":{"text":"'
+    end = b'"}}}'
+    body = start + b"a" * ((16 << 20) - len(start) - len(end)) + end
+    log = out / "calls.jsonl"
+    try:
+        with httpx.Client(timeout=120) as client:
+            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
+            assert client.post(url, content=body, headers={**H, "mcp-session-id": session}).status_code == 200
+            until(lambda: proc.poll() is not None or "add_note" in log.read_text(), "the call's record")
+            answer = rpc(client, url, session, 3, "list_notes", {})  # the same session: the same worker
+            assert answer.status_code == 200, answer.text
+    finally:
+        err = stop(proc)
+    assert "starting a new one" not in err
+    record = json.loads(log.read_text().splitlines()[0])
+    assert record["tool"] == "add_note" and record["arguments"] is None
+    assert record["arguments_cut"]["characters"] > 16_000_000 and record["arguments_cut"]["start"].startswith('{"text": "aaa')
