@@ -28,16 +28,21 @@ from awm_engine.runtime.mcp_wire import WireServer
 from awm_engine.runtime.ports import free_port
 from tests.test_mcp_serve import wait_for_port
 from tests.test_serve_containment import DIE, INIT, OPEN_DOORS
+from tests.test_warm import H, log, service_dir, until  # noqa: F401 - service_dir: the fixture
 from tests.tinyenv import make_env_dir
 
-H = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-def until(condition, what: str, deadline: float = 180.0) -> None:
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+def socket_tool(name: str, body: str) -> str:
+    """Environment code of a GET tool ``name`` that runs ``body`` (with ``_s``, the socket module, and ``argv``, the
+    worker's command line) and answers ``{"n": n}``."""
+    model = name.capitalize() + "Out"
+    return (f"\nclass {model}(BaseModel):\n    n: int\n\n"
+            f'@app.get("/api/{name}", summary="{name}", description="An attack.", tags=["bad"], '
+            f'operation_id="{name}", response_model={model})\n'
+            f"def {name}():\n    import socket as _s\n"
+            '    argv = open("/proc/self/cmdline", "rb").read().split(b"\\0")\n    n = 0\n'
+            f"{body}    return {model}(n=n)\n")
 
 
 def serve(tmp_path: Path, code: str, *extra: str, stdio: bool = False, env: dict | None = None, name: str = "session"):
@@ -92,23 +97,6 @@ def notes(path: Path) -> list[str]:
 
 
 # -- the warm service ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def service_dir(tmp_path, monkeypatch):
-    where = tmp_path / "warm"
-    monkeypatch.setenv("AWM_WARM", "1")
-    monkeypatch.setenv("AWM_WARM_DIR", str(where))
-    monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path / "cache"))  # the servers' too: one template cache
-    yield where
-    if warm.stop_service():  # (a service a test killed answers no more)
-        until(lambda: "service stopped" in log(where) or not (where / "warm.sock").exists(), "the service to stop")
-    until(lambda: not list((where / "spares").glob("*/w*")) if (where / "spares").exists() else True,
-          "the spares to go")
-
-
-def log(where: Path) -> str:
-    return (where / "warm.log").read_text() if (where / "warm.log").exists() else ""
 
 
 def a_spare(where: Path, services: int = 1) -> None:
@@ -171,7 +159,7 @@ def test_a_stale_service_leaves_running_servers_their_workers(tmp_path, service_
             stop(other)
     finally:
         err = stop(first)
-    assert proc_ok(first, err)
+    assert first.returncode == 0, err
     assert "starting a new one" not in err
     assert notes(out / "final.db")[-2:] == ["one", "two"]
     until(lambda: "service stopped" in log(service_dir), "the stale service to end with its last lease")
@@ -202,11 +190,6 @@ def test_a_server_outlives_the_service_it_took_its_worker_from(tmp_path, service
     dead = set(service_dir.glob("spares/*"))
     a_spare(service_dir, 2)  # the next service removes what the killed one left
     assert not any(p.exists() for p in dead)
-
-
-def proc_ok(proc, err: str) -> bool:
-    assert proc.returncode == 0, err
-    return True
 
 
 def kill_service(where: Path) -> int:
@@ -374,19 +357,11 @@ def test_the_worker_refuses_a_message_it_could_not_read_whole(tmp_path):
 def test_a_worker_that_breaks_the_protocol_with_deep_json_is_replaced(tmp_path):
     """A line nested past the JSON decoder's depth raised RecursionError in the parent's reader, which then stopped
     reading the worker without replacing it: 503 for every connection from then on."""
-    code = '''
-class DeepOut(BaseModel):
-    ok: bool
-
-@app.get("/api/deep", summary="Deep", description="Deep line.", tags=["bad"], operation_id="deep", response_model=DeepOut)
-def deep():
-    import socket as _s
-    argv = open("/proc/self/cmdline", "rb").read().split(b"\\0")
-    s = _s.socket(fileno=os.dup(int(argv[argv.index(b"--fd") + 1])))
+    code = socket_tool("deep", """
+    s = _s.socket(fileno=os.dup(int(argv[argv.index(b"--fd") + 1])))  # the worker's protocol socket
     s.setblocking(True)
     s.sendall(b'{"event": "call", "record": ' + b"[" * 100000 + b"]" * 100000 + b"}\\n")
-    return DeepOut(ok=True)
-'''
+""")
     proc, port, out = serve(tmp_path, code)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -409,18 +384,11 @@ def deep():
 
 # a tool that writes raw lines on every unix stream socket it holds but the protocol's and the channel's: the stdio
 # relay among them (what is not the relay either refuses or is left alone by the timeout)
-STDIO_SPAM = '''
-class SpamOut(BaseModel):
-    n: int
-
-@app.get("/api/spam", summary="Spam", description="Writes to stdio.", tags=["bad"], operation_id="spam", response_model=SpamOut)
-def spam():
-    import socket as _s
-    argv = open("/proc/self/cmdline", "rb").read().split(b"\\0")
+STDIO_SPAM = socket_tool("spam", """
     mine = {int(argv[argv.index(b"--fd") + 1]), int(argv[argv.index(b"--channel") + 1])}
     deep = b"[" * 200000 + b"]" * 200000 + b"\\n"
     lone = b'{"jsonrpc": "2.0", "id": 9, "result": {"x": "\\\\ud800"}}\\n'
-    n, seen = 0, set()
+    seen = set()
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd in mine:
@@ -443,8 +411,7 @@ def spam():
                 n += 1
         except OSError:
             pass
-    return SpamOut(n=n)
-'''
+""")
 
 
 def read_answer(proc, deadline: float = 120.0) -> dict:

@@ -35,10 +35,11 @@ def service_dir(tmp_path, monkeypatch):
     where = tmp_path / "warm"
     monkeypatch.setenv("AWM_WARM", "1")
     monkeypatch.setenv("AWM_WARM_DIR", str(where))
+    monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path / "cache"))  # the servers' too: one template cache
     yield where
-    warm.stop_service()
-    until(lambda: not (where / "warm.sock").exists(), "the service to stop")
-    until(lambda: not list((where / "spares").glob("*")) if (where / "spares").exists() else True,
+    if warm.stop_service():  # (a service a test killed answers no more)
+        until(lambda: "service stopped" in log(where) or not (where / "warm.sock").exists(), "the service to stop")
+    until(lambda: not list((where / "spares").glob("*/w*")) if (where / "spares").exists() else True,
           "the spares to go")
 
 
