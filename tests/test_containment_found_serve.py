@@ -106,18 +106,29 @@ def a_spare(where: Path, services: int = 1) -> None:
           " ready (pid " in log(where).rsplit("service started", 1)[-1], "a spare")
 
 
-def test_a_warm_worker_that_dies_is_replaced_on_the_episodes_databases(tmp_path, service_dir):
-    """A worker taken from the warm service lives in the service's directory, which goes with the lease: before,
-    replacing it removed the episode's databases, the new worker could not attach them, the server never answered
-    again and its clean-up failed."""
-    a_spare(service_dir)
-    proc, port, out = serve(tmp_path, DIE)
+def a_warm_server(tmp_path: Path, where: Path, code: str, note: str, name: str = "session"):
+    """A server that took the service's spare, and an MCP session of it that added the note ``note``."""
+    a_spare(where)
+    proc, port, out = serve(tmp_path, code, name=name)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         assert json.loads((out / "session.json").read_text())["worker"] == "warm"
         with httpx.Client(timeout=60) as client:
             session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            assert rpc(client, url, session, 2, "add_note", {"text": "before the crash"}).status_code == 200
+            assert rpc(client, url, session, 2, "add_note", {"text": note}).status_code == 200
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, url, out, session
+
+
+def test_a_warm_worker_that_dies_is_replaced_on_the_episodes_databases(tmp_path, service_dir):
+    """A worker taken from the warm service lives in the service's directory, which goes with the lease: before,
+    replacing it removed the episode's databases, the new worker could not attach them, the server never answered
+    again and its clean-up failed."""
+    proc, url, out, session = a_warm_server(tmp_path, service_dir, DIE, "before the crash")
+    try:
+        with httpx.Client(timeout=60) as client:
             with pytest.raises(httpx.HTTPError):
                 rpc(client, url, session, 3, "die", {})
         session = initialized(url)
@@ -139,14 +150,8 @@ def test_a_warm_worker_that_dies_is_replaced_on_the_episodes_databases(tmp_path,
 def test_a_stale_service_leaves_running_servers_their_workers(tmp_path, service_dir):
     """A server with other settings makes the service stale; before, the service then killed the workers every
     running server had taken from it (and removed their directories, databases included)."""
-    a_spare(service_dir)
-    first, port, out = serve(tmp_path, "", name="first")
-    url = f"http://127.0.0.1:{port}/mcp"
+    first, url, out, session = a_warm_server(tmp_path, service_dir, "", "one", name="first")
     try:
-        assert json.loads((out / "session.json").read_text())["worker"] == "warm"
-        with httpx.Client(timeout=60) as client:
-            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            assert rpc(client, url, session, 2, "add_note", {"text": "one"}).status_code == 200
         other, _, other_out = serve(tmp_path, "", name="other", env={"AWM_SANDBOX_LOG_MB": "7"})
         try:
             assert json.loads((other_out / "session.json").read_text())["worker"] == "own"
@@ -168,14 +173,8 @@ def test_a_stale_service_leaves_running_servers_their_workers(tmp_path, service_
 def test_a_server_outlives_the_service_it_took_its_worker_from(tmp_path, service_dir):
     """SIGKILL of the service: the workers it started die with it; a server that had taken one goes on with one of
     its own, on the episode's databases (before, they could not be attached again)."""
-    a_spare(service_dir)
-    proc, port, out = serve(tmp_path, "")
-    url = f"http://127.0.0.1:{port}/mcp"
+    proc, url, out, _ = a_warm_server(tmp_path, service_dir, "", "before")
     try:
-        assert json.loads((out / "session.json").read_text())["worker"] == "warm"
-        with httpx.Client(timeout=60) as client:
-            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            assert rpc(client, url, session, 2, "add_note", {"text": "before"}).status_code == 200
         taken = json.loads((out / "session.json").read_text())["worker_pid"]
         kill_service(service_dir)
         until(lambda: gone(taken), "the worker to die with its service")
