@@ -256,7 +256,8 @@ def test_arguments_no_request_can_carry_get_the_references_error_result(tmp_path
     recorded nothing."""
     proc, port, out = serve(tmp_path, "")
     url = f"http://127.0.0.1:{port}/mcp"
-    body = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_note","arguments":{"text":"a\\ud800b"}}}'
+    body = (b'{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+            b'"params":{"name":"add_note","arguments":{"text":"a\\ud800b"}}}')
     try:
         with httpx.Client(timeout=60) as client:
             session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
@@ -549,4 +550,5 @@ def test_a_call_as_large_as_a_request_may_be_does_not_cost_the_worker(tmp_path):
     assert "starting a new one" not in err
     record = json.loads(log.read_text().splitlines()[0])
     assert record["tool"] == "add_note" and record["arguments"] is None
-    assert record["arguments_cut"]["characters"] > 16_000_000 and record["arguments_cut"]["start"].startswith('{"text": "aaa')
+    cut = record["arguments_cut"]
+    assert cut["characters"] > 16_000_000 and cut["start"].startswith('{"text": "aaa')

@@ -3,8 +3,8 @@
 A web page can reach a loopback server through DNS rebinding (its own host name resolving to 127.0.0.1)
 or a cross-origin request; the guard answers 421 to any ``Host`` that is not a loopback name of this
 server, 403 to any ``Origin`` that is not this server's own (and to a browser's request that its
-``Sec-Fetch-Site`` says comes from another site: a cross-site GET carries no ``Origin``), and — when a token is set —
-401 to a request without ``Authorization: Bearer <token>``.
+``Sec-Fetch-Site`` says comes from another site: a cross-site GET carries no ``Origin``), and — when a token is
+set — 401 to a request without ``Authorization: Bearer <token>``.
 """
 from __future__ import annotations
 

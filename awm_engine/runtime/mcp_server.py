@@ -104,7 +104,8 @@ class CallsLog:
         except (ValueError, RecursionError):  # nested deeper than the encoder goes: said, not written
             line = json.dumps({"note": "a call record the worker sent could not be written"}).encode() + b"\n"
         if len(line) > self.left:
-            line = json.dumps({"note": "calls.jsonl reached its size limit: later calls are not recorded"}).encode() + b"\n"
+            line = json.dumps({"note": "calls.jsonl reached its size limit: later calls are not recorded"}).encode()
+            line += b"\n"
             self.left = 0
         else:
             self.left -= len(line)
