@@ -253,8 +253,9 @@ class ServeFront:
                 handed = self._hand(b"s", [theirs.fileno(), theirs.fileno()], generation)
             finally:
                 theirs.close()
-            if not handed:
+            if not handed:  # gone meanwhile, or it does not take what it is handed: replaced either way
                 ours.close()
+                self._broken(generation)
                 continue
             pending: dict[str, Any] = {}  # requests sent to this worker and not answered yet (by their id's JSON)
             reader, writer = await asyncio.open_connection(sock=ours, limit=STDIO_LINE_LIMIT)
@@ -274,8 +275,8 @@ class ServeFront:
             self._broken(generation)
 
     def _broken(self, generation: int) -> None:
-        """The worker of ``generation`` closed its end of the stdio relay: it no longer serves, and one that is still
-        running is stopped, so that it is replaced."""
+        """The worker of ``generation`` closed its end of the stdio relay (or would not take one): it no longer
+        serves, and one that is still running is stopped, so that it is replaced."""
         if self.serving == generation:
             self.serving = None
         if self.worker.generation == generation and getattr(self.worker, "alive", False):
