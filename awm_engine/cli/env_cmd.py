@@ -37,6 +37,7 @@ from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.pool import EnvPool, wait_for_exit
+from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox.host import protections
 
 
@@ -170,6 +171,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         spec = {"name": app_title(scenario.code), "timeout": args.timeout, "result_cap": result_cap,
                 "extras": extras_enabled(), "port": None if args.stdio else port, "token": token}
         restarted = asyncio.Event()
+        front = ServeFront(episode.worker, None if args.stdio else port, token)
+        started = time.time()
 
         def on_event(msg: dict) -> None:
             if msg.get("event") == "call":
@@ -177,33 +180,40 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                 if msg.get("stuck"):  # a handler would not stop: a new worker takes over (its sessions are lost)
                     restarted.set()
 
-        async def start_serving() -> None:
-            episode.worker.on_event = on_event
-            await episode.worker.request("serve", episode=episode.id, **spec)
-
-        tasks: list[asyncio.Task] = []
-        try:
-            await start_serving()
-            front = ServeFront(episode.worker, None if args.stdio else port, token)
+        def write_session(restarts: int) -> None:
+            """``session.json``, written once the episode is served, again after each worker replacement (the
+            databases' live paths and the worker change)."""
             session = {"scenario": scenario.key, "task_id": args.task,
                        "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
                        "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
                        "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
-                       "template": episode.template, "started": time.time(),
+                       "template": episode.template, "started": started,
                        # the worker: taken ready from the warm service (runtime.warm), or started by this server
                        "worker": "warm" if episode.worker.lease is not None else "own",
-                       "worker_pid": episode.worker.proc.pid,
+                       "worker_pid": episode.worker.proc.pid, "worker_restarts": restarts,
                        # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
                        # layer)
                        "sandbox": protections().to_dict()}
-            (out / "session.json").write_text(json.dumps(session, indent=2))  # written once it serves
+            partial = out / ".session.json.partial"
+            partial.write_text(json.dumps(session, indent=2))
+            os.replace(partial, out / "session.json")
+
+        async def start_serving(restarts: int = 0) -> None:
+            episode.worker.on_event = on_event
+            await episode.worker.request("serve", episode=episode.id, **spec)
+            await front.ready()
+            write_session(restarts)
+
+        tasks: list[asyncio.Task] = []
+        try:
+            await start_serving()
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
             else:
                 main = asyncio.create_task(front.run_http(listener))
                 stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
-            tasks += [main, asyncio.create_task(_keep_serving(pool, episode, start_serving, restarted, main))]
+            tasks += [main, asyncio.create_task(_keep_serving(pool, episode, front, start_serving, restarted, main))]
             if args.exit_with_parent:
                 tasks.append(asyncio.create_task(_watch_parent(main)))
             await main
@@ -227,11 +237,12 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
 MAX_SERVE_RESTARTS = 10  # workers replaced while serving one episode before the server gives up
 
 
-async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restarted: asyncio.Event,
+async def _keep_serving(pool: EnvPool, episode: Any, front: Any, start_serving: Any, restarted: asyncio.Event,
                         main: asyncio.Task) -> None:
     """A worker that dies (or has a handler that would not stop) is replaced and serves the episode again, on its
     databases as they were (MCP sessions of the old one are gone: clients initialize again); after
-    ``MAX_SERVE_RESTARTS`` the server stops."""
+    ``MAX_SERVE_RESTARTS`` the server stops. Nothing is handed to a worker between its end and its successor's
+    ``serve`` (a client gets 503 meanwhile)."""
     for restarts in range(MAX_SERVE_RESTARTS + 1):
         died = asyncio.ensure_future(wait_for_exit(episode.worker.proc))
         stuck = asyncio.ensure_future(restarted.wait())
@@ -240,13 +251,19 @@ async def _keep_serving(pool: EnvPool, episode: Any, start_serving: Any, restart
         finally:
             died.cancel()
             stuck.cancel()
+        front.gone()
         restarted.clear()
         if restarts == MAX_SERVE_RESTARTS:
             break
         stderr.print("the environment worker stopped; starting a new one (MCP clients must initialize again)")
-        await pool._restart(episode.worker, episode.worker.generation if episode.worker.alive else None)
-        await pool._ensure_attached(episode)
-        await start_serving()
+        try:
+            await pool._restart(episode.worker, episode.worker.generation if episode.worker.alive else None)
+            await pool._ensure_attached(episode)
+            await start_serving(restarts + 1)
+        except (WorkerError, EnvLoadError, OSError, asyncio.TimeoutError, TimeoutError) as exc:
+            # counted as one more stop: the next round replaces this worker too (it is stopped here)
+            stderr.print(f"the new environment worker could not serve the episode: {escape(str(exc))}")
+            episode.worker.kill()
     stderr.print(f"the environment worker stopped {MAX_SERVE_RESTARTS} times: the server stops")
     main.cancel()
 

@@ -2,8 +2,9 @@
 
 A web page can reach a loopback server through DNS rebinding (its own host name resolving to 127.0.0.1)
 or a cross-origin request; the guard answers 421 to any ``Host`` that is not a loopback name of this
-server, 403 to any ``Origin`` that is not this server's own, and — when a token is set — 401 to a request
-without ``Authorization: Bearer <token>``.
+server, 403 to any ``Origin`` that is not this server's own (and to a browser's request that its
+``Sec-Fetch-Site`` says comes from another site: a cross-site GET carries no ``Origin``), and — when a token is
+set — 401 to a request without ``Authorization: Bearer <token>``.
 """
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ def refusal(headers: dict[str, str], hosts: set[str], origins: set[str],
     origin = headers.get("origin")
     if origin is not None and origin.lower() not in origins:
         return 403, "Forbidden Origin", {}
+    # a browser leaves Origin out of a plain cross-site GET (an <img>, a no-cors fetch) but says where it comes from
+    # in Sec-Fetch-Site, which no page can set: only this server's own pages and the user's own navigation pass
+    if headers.get("sec-fetch-site", "same-origin").lower() not in ("same-origin", "none"):
+        return 403, "Forbidden: a cross-site request", {}
     if token is not None:
         given = headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):

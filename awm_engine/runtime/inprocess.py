@@ -327,8 +327,13 @@ class Episode:
         tool, rejected = self.prepare(name, arguments)
         if rejected is not None:
             return rejected
-        call = http_call_for(tool, arguments or {})
-        request = encode_request(call.method, call.path, call.query, call.headers, call.body)
+        try:
+            call = http_call_for(tool, arguments or {})
+            request = encode_request(call.method, call.path, call.query, call.headers, call.body)
+        except Exception as exc:  # noqa: BLE001 - arguments no HTTP request can carry (a lone surrogate, NaN)
+            # the reference's MCP server answers what its request raised as an error result: str(exc)
+            return ToolResult(str(exc), True, error_kind="invalid_arguments",
+                              elapsed_ms=(time.perf_counter() - started) * 1000)
         with self._lock:
             if _slot is not None:
                 _slot["thread"] = threading.get_ident()

@@ -25,7 +25,8 @@ from awm_engine.runtime.mcp_wire import PARSE_ERROR, HttpReply, WireServer, dump
 MAX_BODY = 16 << 20  # bytes of one request body (a 413 beyond)
 MAX_HEAD = 64 << 10  # bytes of one request's line and headers
 READ = 1 << 16
-CHANNEL_MESSAGE = 1 << 17  # the largest message on the descriptor channel: a kind byte and a request head
+CHANNEL_MESSAGE = 1 << 17  # the largest message on the descriptor channel: a kind byte and what the parent read
+# of a connection (its first request's head, maybe more; ``mcp_server`` never reads past it)
 
 
 class Guard:
@@ -310,14 +311,15 @@ async def channel_loop(channel: socket.socket, server_of: Any) -> None:
             ready.clear()
             while True:
                 try:
-                    data, fds, _flags, _addr = socket.recv_fds(channel, CHANNEL_MESSAGE, 2,
-                                                               socket.MSG_CMSG_CLOEXEC)
+                    data, fds, flags, _addr = socket.recv_fds(channel, CHANNEL_MESSAGE, 2,
+                                                              socket.MSG_CMSG_CLOEXEC)
                 except BlockingIOError:
                     break
                 if not data and not fds:
                     return  # the parent closed the channel
                 server, guard = server_of()
-                if server is None or not data or (data[:1] == b"h" and len(fds) != 1) or \
+                cut = flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC)  # never serve bytes other than those checked
+                if server is None or cut or not data or (data[:1] == b"h" and len(fds) != 1) or \
                         (data[:1] == b"s" and len(fds) != 2) or data[:1] not in (b"h", b"s"):
                     for fd in fds:
                         os.close(fd)

@@ -17,13 +17,21 @@ gets a socket, never this process's stdin and stdout (``run_stdio``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import errno
 import json
 import os
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.runtime import http_guard
+from awm_engine.runtime.mcp_http import CHANNEL_MESSAGE
+from awm_engine.runtime.mcp_http import lines as stream_lines
+from awm_engine.runtime.mcp_wire import error_body
 
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
@@ -36,6 +44,11 @@ HEAD_TIMEOUT = 30.0  # seconds a new connection has to send them
 MAX_ADMITTING = 256  # connections being checked at once (more wait in the kernel's backlog)
 CALLS_LOG_LIMIT = 64 << 20  # bytes of calls.jsonl; past it, one note and no more lines
 STDIO_LINE_LIMIT = 32 << 20  # bytes of one stdio message either way
+# accept() failures that end one connection, not the server: a client that fills this process's descriptors (many idle
+# connections at once) waits in the kernel's backlog until some admission ends
+ACCEPT_SHORTAGES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+ACCEPT_ERRORS = ACCEPT_SHORTAGES | {errno.ECONNABORTED, errno.EPROTO, errno.EPERM}
+ACCEPT_BACKOFF = 0.1
 
 
 def app_title(code: str | None) -> str:
@@ -76,18 +89,23 @@ def listen(port: int, host: str = HOST) -> socket.socket:
 
 
 class CallsLog:
-    """``calls.jsonl``: one line per call, from the worker's events, within ``CALLS_LOG_LIMIT`` bytes in all."""
+    """``calls.jsonl``: one line per call, from the worker's events, within ``CALLS_LOG_LIMIT`` bytes in all (UTF-8
+    bytes, not characters; a lone surrogate is written as its JSON escape)."""
 
     def __init__(self, path: Path, limit: int = CALLS_LOG_LIMIT):
-        self.fh = open(path, "a", encoding="utf-8")
+        self.fh = open(path, "ab")
         self.left = limit
 
     def write(self, record: Any) -> None:
         if self.left <= 0 or not isinstance(record, dict):
             return
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        try:
+            line = (dumps_text(record, default=str) + "\n").encode()
+        except (ValueError, RecursionError):  # nested deeper than the encoder goes: said, not written
+            line = json.dumps({"note": "a call record the worker sent could not be written"}).encode() + b"\n"
         if len(line) > self.left:
-            line = json.dumps({"note": "calls.jsonl reached its size limit: later calls are not recorded"}) + "\n"
+            line = json.dumps({"note": "calls.jsonl reached its size limit: later calls are not recorded"}).encode()
+            line += b"\n"
             self.left = 0
         else:
             self.left -= len(line)
@@ -108,6 +126,25 @@ class ServeFront:
         self.hosts = http_guard.allowed_hosts(port) if port else set()
         self.origins = http_guard.allowed_origins(port) if port else set()
         self._admitting = asyncio.Semaphore(MAX_ADMITTING)
+        # the generation of the worker that serves the episode now (None: none does, e.g. while one is replaced)
+        self.serving: int | None = None
+        self._changed = asyncio.Condition()
+
+    async def ready(self) -> None:
+        """The current worker serves the episode (its ``serve`` request was answered): connections go to it."""
+        async with self._changed:
+            self.serving = self.worker.generation
+            self._changed.notify_all()
+
+    def gone(self) -> None:
+        """The current worker stopped serving (it died, or is being replaced): nothing is handed to it."""
+        self.serving = None
+
+    async def _next_worker(self, after: int | None) -> int:
+        """The generation of a serving worker other than ``after`` (waits for one)."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.serving is not None and self.serving != after)
+            return self.serving
 
     async def run_http(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
@@ -117,6 +154,13 @@ class ServeFront:
                 await self._admitting.acquire()
                 try:
                     conn, _ = await loop.sock_accept(listener)
+                except OSError as exc:  # out of descriptors, or a connection gone before it was taken: not the end
+                    self._admitting.release()
+                    if exc.errno not in ACCEPT_ERRORS:
+                        raise
+                    if exc.errno in ACCEPT_SHORTAGES:  # let admissions in flight end (each frees one) first
+                        await asyncio.sleep(ACCEPT_BACKOFF)
+                    continue
                 except BaseException:
                     self._admitting.release()
                     raise
@@ -166,15 +210,22 @@ class ServeFront:
                 return data, {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
             if event is not h11.NEED_DATA:
                 return None
-            chunk = await loop.sock_recv(conn, 1 << 16)
+            room = CHANNEL_MESSAGE - 1 - len(data)  # what is read goes to the worker whole, in one message
+            if room <= 0:
+                await self._reply(conn, 431, "Request Header Fields Too Large", {})
+                return None
+            chunk = await loop.sock_recv(conn, min(1 << 16, room))
             if not chunk:
                 return None
             data += chunk
             parser.receive_data(chunk)
 
-    def _hand(self, message: bytes, fds: list[int]) -> bool:
+    def _hand(self, message: bytes, fds: list[int], generation: int | None = None) -> bool:
+        """Send ``message`` with ``fds`` to the worker that serves the episode now (``generation``: only to that one).
+        False when none does (a worker that has not been told to serve yet would close what it got unanswered)."""
         channel = getattr(self.worker, "channel", None)
-        if channel is None or not getattr(self.worker, "alive", False):
+        if channel is None or not getattr(self.worker, "alive", False) or self.serving is None or \
+                self.serving != self.worker.generation or (generation is not None and generation != self.serving):
             return False
         try:
             socket.send_fds(channel, [message], fds)
@@ -185,46 +236,51 @@ class ServeFront:
     async def run_stdio(self) -> None:
         """MCP over this process's stdin/stdout. The worker never gets those descriptors (they may be the user's
         terminal): it gets one end of a socket pair, and this relays whole lines both ways — what it sends back is
-        re-encoded as JSON (ASCII-escaped when stdout is a terminal), anything else dropped. Returns when the
-        worker has answered everything sent before stdin ended."""
-        ours, theirs = socket.socketpair()
-        try:
-            if not self._hand(b"s", [theirs.fileno(), theirs.fileno()]):
-                raise RuntimeError("the environment worker is not running")
-        finally:
-            theirs.close()
+        re-encoded as JSON (ASCII-escaped when stdout is a terminal), anything else dropped. A worker that stops
+        (it died, or closed its end) is replaced (``_keep_serving``): requests it had not answered get a JSON-RPC
+        error, and the relay goes on with the new one. Returns when the worker has answered everything sent before
+        stdin ended."""
         loop = asyncio.get_running_loop()
-        reader, writer = await asyncio.open_connection(sock=ours, limit=STDIO_LINE_LIMIT)
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=64)
+        threading.Thread(target=_feed_stdin, args=(loop, lines), name="awm-stdin", daemon=True).start()
         ascii_only = os.isatty(1)
-
-        async def inbound() -> None:
-            stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+        state = {"stdin_ended": False}
+        generation: int | None = None
+        while True:
+            generation = await self._next_worker(generation)
+            ours, theirs = socket.socketpair()
             try:
-                while True:
-                    line = await loop.run_in_executor(None, _read_line, stdin)
-                    if not line:
-                        break
-                    writer.write(line if line.endswith(b"\n") else line + b"\n")
-                    await writer.drain()
+                handed = self._hand(b"s", [theirs.fileno(), theirs.fileno()], generation)
             finally:
-                stdin.close()
-                if writer.can_write_eof():
-                    writer.write_eof()
+                theirs.close()
+            if not handed:  # gone meanwhile, or it does not take what it is handed: replaced either way
+                ours.close()
+                self._broken(generation)
+                continue
+            pending: dict[str, Any] = {}  # requests sent to this worker and not answered yet (by their id's JSON)
+            reader, writer = await asyncio.open_connection(sock=ours, limit=STDIO_LINE_LIMIT)
+            feeding = asyncio.create_task(_feed_worker(lines, writer, pending, state))
+            try:
+                await _relay_answers(reader, pending, ascii_only)
+            finally:
+                feeding.cancel()
+                await asyncio.gather(feeding, return_exceptions=True)  # (a write to a worker that went)
+                writer.close()
+            if pending:  # asked, never answered: said, so that the client does not wait forever
+                await loop.run_in_executor(None, _write_all, 1, b"".join(
+                    _encode_line(error_body(INTERNAL_ERROR, WORKER_STOPPED, rid), ascii_only)
+                    for rid in pending.values()))
+            if state["stdin_ended"]:
+                return  # everything sent before the end of stdin was answered (or said to be lost)
+            self._broken(generation)
 
-        feeding = asyncio.create_task(inbound())
-        try:
-            from awm_engine.runtime.mcp_http import lines
-
-            async for line in lines(reader):  # ends early at a line longer than any answer (a broken protocol)
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                data = (json.dumps(message, ensure_ascii=ascii_only, separators=(",", ":")) + "\n").encode()
-                await loop.run_in_executor(None, _write_all, 1, data)
-        finally:
-            feeding.cancel()
-            writer.close()
+    def _broken(self, generation: int) -> None:
+        """The worker of ``generation`` closed its end of the stdio relay (or would not take one): it no longer
+        serves, and one that is still running is stopped, so that it is replaced."""
+        if self.serving == generation:
+            self.serving = None
+        if self.worker.generation == generation and getattr(self.worker, "alive", False):
+            self.worker.kill()
 
     @staticmethod
     async def _reply(conn: socket.socket, status: int, text: str, extra: dict[str, str]) -> None:
@@ -237,8 +293,84 @@ class ServeFront:
             pass
 
 
-def _read_line(stream: Any) -> bytes:
-    return stream.readline(STDIO_LINE_LIMIT)
+INTERNAL_ERROR = -32603
+WORKER_STOPPED = ("the environment worker stopped before answering (awm starts a new one on the episode's databases; "
+                  "the request may or may not have taken effect)")
+
+
+def _feed_stdin(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
+    """This process's stdin, line by line, into ``lines`` (None at its end). A daemon thread: a client that never
+    closes stdin never keeps the server from exiting."""
+    try:
+        stdin = os.fdopen(os.dup(0), "rb")
+    except OSError:
+        stdin = None
+    try:
+        while stdin is not None:
+            line = stdin.readline(STDIO_LINE_LIMIT)
+            if not line:
+                break
+            asyncio.run_coroutine_threadsafe(lines.put(line if line.endswith(b"\n") else line + b"\n"), loop).result()
+    except (OSError, ValueError, RuntimeError, concurrent.futures.CancelledError):
+        pass
+    finally:
+        if stdin is not None:
+            stdin.close()
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(lines.put(None), loop)
+
+
+async def _feed_worker(lines: asyncio.Queue, writer: asyncio.StreamWriter, pending: dict[str, Any],
+                       state: dict[str, bool]) -> None:
+    """Client lines to the worker, noting the id of each request; at the end of stdin, the end of the worker's
+    input."""
+    while not state["stdin_ended"]:
+        line = await lines.get()
+        if line is None:
+            state["stdin_ended"] = True
+            break
+        rid = _request_id(line)
+        if rid is not None:
+            pending[_id_key(rid)] = rid
+        writer.write(line)
+        await writer.drain()
+    if writer.can_write_eof():
+        writer.write_eof()
+
+
+async def _relay_answers(reader: asyncio.StreamReader, pending: dict[str, Any], ascii_only: bool) -> None:
+    """The worker's lines to stdout, each re-encoded (what is not a JSON object is dropped), until it closes."""
+    loop = asyncio.get_running_loop()
+    async for line in stream_lines(reader):  # ends early at a line longer than any answer (a broken protocol)
+        try:
+            message = json.loads(line)
+            data = _encode_line(message, ascii_only)
+        except (ValueError, RecursionError):  # not JSON, nested past what JSON is decoded to here
+            continue
+        if isinstance(message, dict) and ("result" in message or "error" in message):
+            pending.pop(_id_key(message.get("id")), None)
+        await loop.run_in_executor(None, _write_all, 1, data)
+
+
+def _request_id(line: bytes) -> Any:
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(message, dict) and isinstance(message.get("method"), str) and (
+            isinstance(message.get("id"), str) or type(message.get("id")) is int):
+        return message["id"]
+    return None
+
+
+def _id_key(rid: Any) -> str:
+    return json.dumps(rid) if isinstance(rid, (str, int)) else ""
+
+
+def _encode_line(message: Any, ascii_only: bool) -> bytes:
+    if ascii_only:
+        return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+    return (dumps_text(message, separators=(",", ":")) + "\n").encode()
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -170,7 +171,7 @@ class WorkerProcess:
                     break
                 try:
                     msg = protocol.decode(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
                     why = f"environment worker {self.index} sent a malformed answer (it is replaced)"
                     break
                 if "id" not in msg and "event" in msg and self.on_event is not None:  # a served call's record
@@ -498,7 +499,7 @@ class PoolEpisode:
             if answer.get("stuck"):  # its thread could still write final.db once moved: the worker goes first
                 await self.pool._restart(self.worker, generation)
         self.closed = True
-        await asyncio.to_thread(_move_databases, self.worker.home, self.info.live_dir, self.info.run_dir)
+        await asyncio.to_thread(_move_out, self)
 
 
 BUILD_THREADS = 4
@@ -569,7 +570,7 @@ EPISODE_DB_MB = int(os.environ.get("AWM_EPISODE_DB_MB") or 256)
 def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     """Take the episode's databases out of its worker's directory into ``run_dir`` — through descriptors, refusing
     symlinks, hard links and special files (``safe_fs``): the sandbox could have rigged any entry below ``home``."""
-    if live == run_dir:
+    if live == run_dir or not live.is_relative_to(home):  # (not below home: taken out when its worker changed)
         return
     try:
         dfd = safe_fs.open_dir(home, live.relative_to(home))
@@ -980,8 +981,17 @@ class EnvPool:
             if generation is not None and worker.generation != generation and worker.alive:
                 return
             worker.kill()
+            leased = self._episodes_of(worker) if worker.lease is not None else []
+            if leased:  # the warm service removes a leased worker's directory with its lease: the databases go first
+                await asyncio.to_thread(_take_out, worker.home, leased)
             await worker.start()
             worker.attached = set()
+            if leased:  # into the new worker's own directory, where the episodes are attached again
+                await asyncio.to_thread(_bring_in, worker.home, leased)
+
+    def _episodes_of(self, worker: WorkerProcess) -> list[PoolEpisode]:
+        ready = [e for episodes in self._ready.values() for e in episodes]
+        return [e for e in [*self.episodes.values(), *ready] if e.worker is worker and not e.closed]
 
     async def _ensure_attached(self, episode: PoolEpisode) -> None:
         """After a worker restart, re-open the episode on its existing databases (state is on disk)."""
@@ -998,7 +1008,46 @@ class EnvPool:
         attached.add(episode.id)
 
 
-def _copy_databases(src: Path, home: Path, live: Path) -> None:
+_MOVES = [threading.Lock() for _ in range(64)]  # one episode's databases move (out, in) one at a time
+
+
+def _moving(episode: PoolEpisode) -> threading.Lock:
+    return _MOVES[hash(str(episode.info.run_dir)) % len(_MOVES)]
+
+
+def _move_out(episode: PoolEpisode) -> None:
+    """A closed episode's databases into its run directory, from wherever they live now (its worker's directory,
+    or the one a replaced leased worker had: ``_take_out`` emptied that one)."""
+    with _moving(episode):
+        live, worker = episode.info.live_dir, episode.worker
+        home = next((h for h in (worker.home, worker.own_home) if live.is_relative_to(h)), None)
+        if home is not None:
+            _move_databases(home, live, episode.info.run_dir)
+
+
+def _take_out(home: Path, episodes: list[PoolEpisode]) -> None:
+    """The databases of ``episodes`` (their journals too) out of a leased worker's directory into their run
+    directories: the directory goes with the lease, the episodes go on in the next worker (``_bring_in``)."""
+    for episode in episodes:
+        with _moving(episode):
+            if episode.info.live_dir != episode.info.run_dir:
+                _move_databases(home, episode.info.live_dir, episode.info.run_dir)
+
+
+def _bring_in(home: Path, episodes: list[PoolEpisode]) -> None:
+    """``_take_out``'s databases into the new worker's directory ``home``, where the episodes live from now on."""
+    for episode in episodes:
+        with _moving(episode):
+            if episode.info.live_dir == episode.info.run_dir or episode.closed:
+                continue
+            live = home / "episodes" / episode.id
+            _copy_databases(episode.info.run_dir, home, live, DB_FILES)
+            episode.info.live_dir = live
+            for name in DB_FILES[2:]:  # a journal stays only beside the database it belongs to
+                (episode.info.run_dir / name).unlink(missing_ok=True)
+
+
+def _copy_databases(src: Path, home: Path, live: Path, names: tuple[str, ...] = ("initial.db", "final.db")) -> None:
     """An attached episode's databases (from its run directory, the parent's) into a new directory of the worker's
     own, created without following anything the sandbox may have put there."""
     uid, gid = sandbox_ids()
@@ -1012,7 +1061,7 @@ def _copy_databases(src: Path, home: Path, live: Path) -> None:
                 nxt = os.open(part, safe_fs.DIR_FLAGS, dir_fd=dfd)  # a symlink there is refused (ELOOP)
             os.close(dfd)
             dfd = nxt
-        for name in ("initial.db", "final.db"):
+        for name in names:
             if (src / name).is_file():
                 safe_fs.copy_in(src / name, dfd, name, uid if own else None, gid if own else None)
     finally:

@@ -12,6 +12,8 @@ import json
 import traceback
 from typing import Any
 
+from awm_engine.data.jsonl import dumps_text
+
 OPS = ("ping", "load", "unload", "open", "call", "list_tools", "reset", "close", "serve", "shutdown")
 # the largest line either side reads: a longer one fails the reader (the parent then restarts that worker), so
 # a worker that sends a giant line anyway costs the parent at most about twice this in buffers. Honest answers fit:
@@ -34,7 +36,8 @@ class WorkerError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message, ensure_ascii=False, default=str) + "\n").encode()
+    """One line; a lone surrogate (a client's ``"\\ud800"`` in a tool's arguments) goes as its JSON escape."""
+    return (dumps_text(message, default=str) + "\n").encode()
 
 
 def decode(line: bytes) -> dict[str, Any]:

@@ -8,7 +8,10 @@ protocol and its descriptor channel), a pidfd, the read end of its output and th
 to its scenario — one scenario per sandbox, as always — and the service starts the next spare. The service stays
 the worker's parent: when the server's lease (its connection to the service) closes, for whatever reason, the
 service kills the worker's sandbox and removes its directory and cgroups. With no lease and no request for
-``AWM_WARM_IDLE`` seconds (600) it stops with its spare.
+``AWM_WARM_IDLE`` seconds (600) it stops with its spare. Asked to stop (``stop``, SIGTERM), or made stale by a server
+with other code or settings, it takes no more servers and removes its spare at once, but every worker a server took
+stays until that server is done with it: a service never ends another server's episode. Each service keeps its
+spares in a directory of its own (marked with its process); what a killed one left is removed by the next.
 
 Only the same user can talk to it (a 0700 directory, ``SO_PEERCRED`` checked), and only a server started with the
 same code and sandbox settings takes its spare (``signature``); anything else starts its own worker as before.
@@ -23,6 +26,8 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -70,7 +75,10 @@ def _private_dir(path: Path) -> Path:
 
 def signature() -> str:
     """The code and settings a spare depends on: this Python, awm's code (its files' sizes and times), the AWM_*
-    variables."""
+    variables, the variables a sandboxed process would see (time zone, locale, hash seed …) and whether untrusted
+    code may run without the namespace layer (which the configuration file can say)."""
+    from awm_engine.sandbox.host import unsafe_allowed
+    from awm_engine.sandbox.launcher import sandbox_env
     from awm_engine.sandbox.view import PACKAGE_DIR
 
     digest = hashlib.sha256()
@@ -81,6 +89,9 @@ def signature() -> str:
     for name in sorted(os.environ):
         if name.startswith("AWM_") and not name.startswith(_IGNORED):
             digest.update(f"{name}={os.environ[name]}\0".encode())
+    for name, value in sorted(sandbox_env().items()):
+        digest.update(f"sandbox {name}={value}\0".encode())
+    digest.update(f"unsafe={unsafe_allowed()}\0".encode())
     return digest.hexdigest()
 
 
@@ -189,16 +200,20 @@ def stop_service(timeout: float = 30.0) -> bool:
 
 
 class Service:
-    def __init__(self, where: Path, idle: float):
+    def __init__(self, where: Path, idle: float, on_closed: Any = None):
         self.where = where
         self.idle = idle
+        self.on_closed = on_closed  # called once no new server can reach this service (another may start then)
         self.signature = signature()
+        self.spares = where / SPARES  # each service's spares live in a directory of its own in here (``_own_dir``)
+        self.home_root: Path | None = None
         self.spare: Any = None  # a started WorkerProcess (raw: nobody reads its protocol here)
         self.starting: asyncio.Task | None = None
         self.leases: set[asyncio.Task] = set()
         self.last_activity = time.monotonic()
         self.stopping = asyncio.Event()
         self.count = 0
+        self._socket_ino: int | None = None
 
     async def run(self) -> None:
         from awm_engine.sandbox import host, limits, owned
@@ -206,11 +221,14 @@ class Service:
         host.protections()  # measured once, handed to every taker
         limits.sweep_stale_quota_mounts()
         owned.sweep_dead_dirs()
+        self.home_root = _own_dir(self.spares)  # after the sweep of what dead services left there
         path = self.where / SOCKET
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         server = await asyncio.start_unix_server(self._client, path=str(path))
         os.chmod(path, 0o600)
+        self._socket_ino = os.stat(path).st_ino
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stopping.set)
         self._replenish()
         try:
             while not self.stopping.is_set():
@@ -219,17 +237,31 @@ class Service:
                 if not self.leases and time.monotonic() - self.last_activity > self.idle:
                     break
         finally:
+            self.stopping.set()
             server.close()
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            self._unlink_socket()
             if self.starting is not None:
                 self.starting.cancel()
                 with contextlib.suppress(BaseException):
                     await self.starting
-            for task in list(self.leases):
-                task.cancel()
             if self.spare is not None:
                 self._end(self.spare)
+                self.spare = None
+            if self.on_closed is not None:
+                self.on_closed()  # the next service may start now: its spares never share a directory with ours
+            # a worker a server took stays until that server is done with it (its episode goes on)
+            _log(f"stopping: {len(self.leases)} worker(s) still in use")
+            while self.leases:
+                await asyncio.wait(set(self.leases))
+            shutil.rmtree(self.home_root, ignore_errors=True)
+            _log("service stopped")
+
+    def _unlink_socket(self) -> None:
+        """Remove this service's socket — never one a newer service has put in its place meanwhile."""
+        path = self.where / SOCKET
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == self._socket_ino:
+                path.unlink()
 
     def _replenish(self) -> None:
         if self.spare is None and (self.starting is None or self.starting.done()) and not self.stopping.is_set():
@@ -239,7 +271,7 @@ class Service:
         from awm_engine.runtime.pool import WorkerProcess, launch_worker
 
         self.count += 1
-        worker = WorkerProcess(self.count, self.where / "unused.log", self.where / "spares" / f"w{self.count}",
+        worker = WorkerProcess(self.count, self.where / "unused.log", self.home_root / f"w{self.count}",
                                channel=True)
         worker.control = worker.output = None
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
@@ -296,6 +328,7 @@ class Service:
             creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
             pid, uid, gid = array.array("i", creds)
             if uid != os.getuid():
+                writer.close()
                 return
             line = await asyncio.wait_for(reader.readline(), 10)
             request = json.loads(line or b"{}")
@@ -310,12 +343,11 @@ class Service:
             await writer.drain()
             writer.close()
             return
-        if op != "take":
+        if op != "take" or self.stopping.is_set():
             writer.close()
             return
         if request.get("signature") != self.signature:  # other code or settings: this service is stale
-            with contextlib.suppress(FileNotFoundError):  # gone at once: the taker starts the next service
-                (self.where / SOCKET).unlink()
+            self._unlink_socket()  # gone at once: the taker starts the next service
             self.stopping.set()
             writer.write(json.dumps({"ok": False, "why": "signature"}).encode())
             await writer.drain()
@@ -378,8 +410,30 @@ def _log(text: str) -> None:
         _log_file.flush()
 
 
+SPARES = "spares"
+
+
+def _own_dir(spares: Path) -> Path:
+    """A new directory for this service's spares in ``spares``, marked as this process's (``sandbox.owned``); first,
+    what services that are gone left there (killed: their workers died with them) is removed. A service that is
+    stopping but still has workers in use keeps its directory (its process lives)."""
+    from awm_engine.sandbox import owned
+
+    _private_dir(spares)
+    for entry in sorted(spares.iterdir()):
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        mark = owned.owner_of(entry)
+        if mark is None or owned.is_dead(mark):  # unmarked: a spare of an older layout, whose service is gone
+            shutil.rmtree(entry, ignore_errors=True)  # (any service of this directory holds the lock we hold)
+    path = Path(tempfile.mkdtemp(prefix=f"s{os.getpid()}-", dir=str(spares)))
+    owned.mark(path)
+    return path
+
+
 def serve(idle: float | None = None) -> int:
-    """The service's process: one per user and directory (a lock), until idle or stopped."""
+    """The service's process: one per user and directory (a lock, held until it takes no more servers), until idle
+    or stopped."""
     where = _private_dir(service_dir())
     lock = os.open(where / "warm.lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     deadline = time.monotonic() + 30  # a stale service may still be removing its spare
@@ -398,7 +452,7 @@ def serve(idle: float | None = None) -> int:
     _log_file = open(where / "warm.log", "a", encoding="utf-8")
     _log(f"service started (pid {os.getpid()})")
     idle = float(os.environ.get(ENV_IDLE) or IDLE) if idle is None else idle
-    asyncio.run(Service(where, idle).run())
+    asyncio.run(Service(where, idle, on_closed=lambda: os.close(lock)).run())
     return 0
 
 

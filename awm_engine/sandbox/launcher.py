@@ -94,6 +94,15 @@ def checked_env(env: dict[str, str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items()}
 
 
+def sandbox_env() -> dict[str, str]:
+    """The variables a sandboxed process starts with (before its policy's own): the allow-listed ones of this
+    process, with its home, temporary directory and import path inside the sandbox."""
+    env = scrubbed_env({"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": PACKAGE_PARENT})
+    env.pop("AWM_CACHE_DIR", None)
+    env["AWM_SANDBOXED"] = "1"
+    return env
+
+
 def sandbox_ids() -> tuple[int, int]:
     """The host uid/gid sandboxed code runs as: ``AWM_SANDBOX_UID`` (default 1999999999, owning nothing) when awm
     runs as root; awm's own uid otherwise (a user namespace cannot map another)."""
@@ -198,10 +207,7 @@ class Sandbox:
             Path(d).mkdir(parents=True, exist_ok=True)
             if Path(d).stat().st_uid != sandbox_ids()[0]:
                 give_to_sandbox(d)
-        env = scrubbed_env({"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
-                            "PYTHONPATH": PACKAGE_PARENT})
-        env.pop("AWM_CACHE_DIR", None)
-        env["AWM_SANDBOXED"] = "1"
+        env = sandbox_env()
         extra = checked_env(self.policy.env)
         inner = self._init_argv(argv, writable)
         if not self.protections.namespaces:
