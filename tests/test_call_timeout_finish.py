@@ -159,3 +159,20 @@ def test_a_left_running_handler_that_will_not_stop_costs_its_worker(tmp_path, mo
     timed_out, restarted = asyncio.run(go())
     assert timed_out.error_kind == "timeout" and restarted
     assert notes(tmp_path / "run" / "final.db") == ["first", "second"]
+
+
+def test_time_queued_behind_another_call_is_not_on_the_clock(scenario, tmp_path):
+    """A call that waits for the episode behind a slow handler (>= 1.5 s) gets its whole timeout once it runs."""
+    ep = Episode(load(scenario, tmp_path / "w"), tmp_path / "run")
+
+    async def go():
+        slow = asyncio.create_task(ep.call_tool("slow_note", {"text": "slow"}, timeout=60))
+        while not ep._lock.locked():  # the slow handler holds the episode
+            await asyncio.sleep(0.01)
+        listed = await ep.call_tool("list_notes", {}, timeout=1.0)
+        return await slow, listed
+
+    slow, listed = asyncio.run(go())
+    assert not slow.is_error
+    assert listed.status == 200 and not listed.is_error, listed.text
+    assert "slow" in [n["text"] for n in json.loads(listed.text)["notes"]]

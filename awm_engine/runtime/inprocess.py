@@ -54,6 +54,7 @@ from awm_engine.runtime.openapi_tools import (
 
 current_episode: contextvars.ContextVar["Episode | None"] = contextvars.ContextVar("awm_episode", default=None)
 STUCK_GRACE = 1.0  # how long an interrupted handler may take to unwind before its thread counts as stuck
+QUEUED_RECHECK = 0.05  # while a call waits behind another, how often its clock looks whether the handler started
 
 
 class TemplateTampered(Exception):
@@ -373,7 +374,10 @@ class Episode:
         and commit (``"finish"``, the reference's behaviour; close and reset wait for it). A call that completed
         is never reported as a failure, and one stopped after it changed the database says so. A call made while
         a handler is left running waits for it, and that wait counts against its own timeout.
-        ``result_cap``: see ``call_tool_sync``."""
+        ``result_cap``: see ``call_tool_sync``.
+
+        One hand-off each way (this is the served path's hot spot): the call thread resolves ``future`` from its
+        own side, and the clock is a timer on this loop that re-arms itself until the handler has started."""
         if on_timeout not in ON_TIMEOUT:
             raise ValueError(f"on_timeout must be one of {', '.join(ON_TIMEOUT)}, not {on_timeout!r}")
         if self.left_running and timeout is not None:
@@ -382,40 +386,79 @@ class Episode:
                 return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True,
                                   error_kind="timeout", elapsed_ms=timeout * 1000)
         loop = asyncio.get_running_loop()
-        running = asyncio.Event()
-        slot: dict[str, Any] = {"thread": None, "on_start": lambda: loop.call_soon_threadsafe(running.set)}
-        future = loop.run_in_executor(_executor_for_calls(), self.call_tool_sync, name, arguments, slot, result_cap)
+        future: asyncio.Future = loop.create_future()
+        expired: asyncio.Future = loop.create_future()
+        slot: dict[str, Any] = {"thread": None, "started": None, "before": None}
+
+        def on_start() -> None:  # on the call thread, holding the episode's lock: the handler's clock starts
+            slot["before"] = _db_stamp(self.final_db)
+            slot["started"] = time.monotonic()
+
+        if timeout is not None:
+            slot["on_start"] = on_start
+
+        def job() -> None:
+            try:
+                outcome = (self.call_tool_sync(name, arguments, slot, result_cap), None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting side as it is
+                outcome = (None, exc)
+            try:
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+            except RuntimeError:  # the loop is gone: nobody waits for this call any more
+                pass
+
+        _executor_for_calls().submit(job)
         if timeout is None:
             return await future
-        started = asyncio.ensure_future(running.wait())
+
+        def check() -> None:
+            if future.done() or expired.done():
+                return
+            started = slot["started"]
+            if started is None:  # still queued behind another call: no clock yet
+                timer[0] = loop.call_later(min(timeout, QUEUED_RECHECK), check)
+                return
+            left = started + timeout - time.monotonic()
+            if left > 0:
+                timer[0] = loop.call_later(left, check)
+            else:
+                expired.set_result(None)
+
+        timer = [loop.call_later(timeout, check)]
         try:
-            await asyncio.wait({future, started}, return_when=asyncio.FIRST_COMPLETED)  # queued: no clock yet
+            await asyncio.wait((future, expired), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            started.cancel()
+            timer[0].cancel()
         if future.done():
             return future.result()
-        before = _db_stamp(self.final_db)
+        before = slot["before"]
+        if on_timeout == "finish":  # it goes on; its writes land before the episode closes or resets
+            self._left.append((future, slot))
+            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True,
+                              error_kind="timeout", elapsed_ms=timeout * 1000)
+        if slot.get("thread"):
+            interrupt_thread(slot["thread"])
+        stopped = None
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
+            stopped = await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
         except (asyncio.TimeoutError, TimeoutError):
-            if on_timeout == "finish":  # it goes on; its writes land before the episode closes or resets
-                self._left.append((future, slot))
-                return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s", True,
-                                  error_kind="timeout", elapsed_ms=timeout * 1000)
-            if slot.get("thread"):
-                interrupt_thread(slot["thread"])
-            stopped = None
-            try:
-                stopped = await asyncio.wait_for(asyncio.shield(future), STUCK_GRACE)
-            except (asyncio.TimeoutError, TimeoutError):
-                self.stuck = True
-            if stopped is not None and stopped.error_kind != "timeout":
-                return stopped  # it finished after all: the call went through
-            changed = _db_stamp(self.final_db) != before
-            note = "; it had already changed the database" if changed else ""
-            return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s{note}", True,
-                              error_kind="timeout", elapsed_ms=timeout * 1000,
-                              traceback=getattr(stopped, "traceback", None))
+            self.stuck = True
+        if stopped is not None and stopped.error_kind != "timeout":
+            return stopped  # it finished after all: the call went through
+        changed = _db_stamp(self.final_db) != before
+        note = "; it had already changed the database" if changed else ""
+        return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s{note}", True,
+                          error_kind="timeout", elapsed_ms=timeout * 1000,
+                          traceback=getattr(stopped, "traceback", None))
+
+
+
+def _settle(future: asyncio.Future, result: Any, exc: BaseException | None) -> None:
+    if not future.done():
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
 
 
 def _db_stamp(path: Path) -> tuple:

@@ -2,6 +2,7 @@
 the record of each call sent to the parent (which writes ``calls.jsonl``; the traceback goes to the worker's log)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import traceback
@@ -57,8 +58,9 @@ def episode_server(episode: Any, spec: dict[str, Any], call: Callable, emit: Cal
         text = result.text
         if getattr(episode, "stuck", False):  # a handler would not stop: the parent replaces this worker
             text += RESTARTED
-        emit({"event": "call", "record": call_record(tool, arguments, result),
-              **({"stuck": True} if getattr(episode, "stuck", False) else {})})
+        event = {"event": "call", "record": call_record(tool, arguments, result),
+                 **({"stuck": True} if getattr(episode, "stuck", False) else {})}
+        asyncio.get_running_loop().call_soon(emit, event)  # after the answer is on its way: the client first
         return {"text": text, "is_error": result.is_error, "meta": error_meta(result) if extras else None}
 
     server = WireServer(spec.get("name") or "FastAPI", episode.list_tools(), run)
