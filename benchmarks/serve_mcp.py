@@ -202,6 +202,7 @@ def run(args) -> int:
         db = next(work.glob("awm_*/initial.db"))
         tool = warm["tool"]
         print(f"{scenario.key}: tool {tool}; {args.rounds} rounds x {args.calls} calls, interleaved", flush=True)
+        print(f"  first awm start of this run (no warm worker yet): cold {warm['cold'] * 1000:7.0f} ms", flush=True)
         for r in range(args.rounds):
             for kind in (("reference", "awm") if r % 2 == 0 else ("awm", "reference")):
                 res = one(kind, args, scenario, db, work, tool)
