@@ -27,7 +27,7 @@ from awm_engine.data.names import normalize_scenario_name
 from awm_engine.data.paths import MissingSampleEnvs
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.data.terminal import is_safe, json_visible, visible
-from awm_engine.eval.batch import RunLocked
+from awm_engine.eval.runner import RunLocked
 from awm_engine.eval.runs import NotAnEvalRun
 
 
