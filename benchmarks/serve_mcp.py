@@ -80,8 +80,20 @@ async def session_calls(url: str, tool: str, n: int) -> list[float]:
     return out
 
 
-def tree_rss_mb(pid: int) -> float:
-    """RSS of ``pid`` and every descendant (from /proc; a sandbox's processes are descendants too)."""
+def _proc_kb(path: str, key: str) -> int:
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """RSS and PSS of ``pid`` and every descendant (from /proc; a sandbox's processes are descendants too). RSS
+    counts a shared library's pages once per process that maps it; PSS divides them among those processes."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -92,18 +104,14 @@ def tree_rss_mb(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [pid]
+    rss = pss = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
         todo.extend(children.get(p, []))
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
+        rss += _proc_kb(f"/proc/{p}/status", "VmRSS:")
+        pss += _proc_kb(f"/proc/{p}/smaps_rollup", "Pss:")
+    return rss / 1024, pss / 1024
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -145,16 +153,17 @@ def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> di
             tool = next(t.name for t in tools if not (getattr(t, "input_schema", None) or t.inputSchema).get("required")
                         and t.name.split("_", 1)[0] in ("get", "list", "search"))
         calls = asyncio.run(session_calls(url, tool, args.calls))
-        rss = tree_rss_mb(proc.pid)
+        rss, pss = tree_memory_mb(proc.pid)
         warm = False
         if kind == "awm":  # a worker taken from the warm service is that service's child: counted here all the same
             session = json.loads(next(work.glob(f"awm_{port}/session.json")).read_text())
             warm = session.get("worker") == "warm"
             if warm:
-                rss += tree_rss_mb(session["worker_pid"])
+                more = tree_memory_mb(session["worker_pid"])
+                rss, pss = rss + more[0], pss + more[1]
     finally:
         stop(proc)
-    return {"cold": cold, "calls": calls, "rss": rss, "tool": tool, "warm": warm}
+    return {"cold": cold, "calls": calls, "rss": rss, "pss": pss, "tool": tool, "warm": warm}
 
 
 def p95(xs: list[float]) -> float:
@@ -209,19 +218,20 @@ def run(args) -> int:
                 results[kind].append(res)
                 print(f"  round {r + 1} {kind:9}: cold {res['cold'] * 1000:7.0f} ms  call median "
                       f"{statistics.median(res['calls']) * 1000:6.2f} ms  p95 {p95(res['calls']) * 1000:6.2f} ms  "
-                      f"rss {res['rss']:6.1f} MB{'  (warm worker)' if res['warm'] else ''}", flush=True)
+                      f"rss {res['rss']:6.1f} MB  pss {res['pss']:6.1f} MB{'  (warm worker)' if res['warm'] else ''}", flush=True)
     summary = {}
     for kind, rs in results.items():
         calls = [c for r in rs for c in r["calls"]]
         summary[kind] = {"median": statistics.median(calls) * 1000, "p95": p95(calls) * 1000,
                          "cold": statistics.median(r["cold"] for r in rs) * 1000,
-                         "rss": statistics.median(r["rss"] for r in rs)}
-    print(f"\n{'':10} {'call median':>12} {'call p95':>10} {'cold start':>11} {'tree RSS':>9}")
+                         "rss": statistics.median(r["rss"] for r in rs),
+                         "pss": statistics.median(r["pss"] for r in rs)}
+    print(f"\n{'':10} {'call median':>12} {'call p95':>10} {'cold start':>11} {'tree RSS':>9} {'tree PSS':>9}")
     for kind, s in summary.items():
-        print(f"{kind:10} {s['median']:9.2f} ms {s['p95']:7.2f} ms {s['cold']:8.0f} ms {s['rss']:6.1f} MB")
+        print(f"{kind:10} {s['median']:9.2f} ms {s['p95']:7.2f} ms {s['cold']:8.0f} ms {s['rss']:6.1f} MB {s['pss']:6.1f} MB")
     a, b = summary["awm"], summary["reference"]
     print(f"{'awm/ref':10} {a['median'] / b['median']:12.2f} {a['p95'] / b['p95']:10.2f} {a['cold'] / b['cold']:11.2f} "
-          f"{a['rss'] / b['rss']:9.2f}")
+          f"{a['rss'] / b['rss']:9.2f} {a['pss'] / b['pss']:9.2f}")
     return 0
 
 
