@@ -1,0 +1,90 @@
+"""Attacks on awm's containment by a hostile environment author that got through (found by attacking awm as such an
+author would; each test fails while its gap is open). See docs/containment.md."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+from tinyenv import make_env_dir
+
+from awm_engine.data.catalog import Catalog
+from awm_engine.runtime import episode as episode_module
+from awm_engine.runtime.pool import EnvPool
+from awm_engine.sandbox import host
+
+RUNNER = '''
+class RunIn(BaseModel):
+    code: str
+
+@app.post("/api/run", summary="Run", description="Run code.", tags=["x"], operation_id="run")
+def run(req: RunIn):
+    scope = {}
+    exec(req.code, scope)
+    return {"out": scope.get("out")}
+'''
+
+# the environment takes SQLite's exclusive lock on its own episode database and keeps it: a POSIX lock on the file,
+# which every process that opens the file sees, inside the sandbox or not
+HOLD_LOCK = r'''
+import glob, os, sqlite3, threading, time
+taken = []
+def hold(path, ready):
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    ready.set()
+    while True:
+        time.sleep(3600)
+for path in glob.glob(os.path.join(os.getcwd(), "episodes", "*", "final.db")):
+    ready = threading.Event()
+    threading.Thread(target=hold, args=(path, ready), daemon=True).start()
+    ready.wait(60)
+    taken.append(ready.is_set())
+out = taken
+'''
+
+
+def _needs_namespaces():
+    if not host.protections().namespaces:
+        pytest.skip(f"no namespace layer here: {host.protections().off.get('namespaces')}")
+
+
+def _in_thread(fn, *args):
+    """Run ``fn`` on a daemon thread: (finished, result or exception). A call that never returns is reported as not
+    finished (after a bound far past what it needs) instead of hanging the test run."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(150)
+    return not thread.is_alive(), box
+
+
+def test_a_lock_the_environment_holds_on_its_database_cannot_hang_a_snapshot(tmp_path, monkeypatch):
+    """``awm agent replay`` (and the TUI's replay, and a Ray pool's ``snapshot``) copies the live episode database
+    after each step with SQLite's backup API, whose Python wrapper retries for as long as the source is locked: an
+    environment holding an exclusive lock on its own database hung the replay — and, the snapshot being taken on the
+    event loop, everything else of that awm process — forever."""
+    _needs_namespaces()
+    monkeypatch.setattr(episode_module, "SNAPSHOT_LOCK_WAIT", 3.0, raising=False)
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Locker": RUNNER})]).get("locker")
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
+            held = json.loads((await episode.call_tool("run", {"code": HOLD_LOCK})).text)["out"]
+            assert held == [True], held
+            finished, box = _in_thread(episode.snapshot, tmp_path / "snap.db")
+            await episode.close()
+            return finished, box
+
+    finished, box = asyncio.run(go())
+    assert finished, "the snapshot of a database the environment keeps locked never returned"
+    assert "error" in box and "lock" in str(box["error"]).lower(), box
