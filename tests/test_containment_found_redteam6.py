@@ -88,3 +88,48 @@ def test_a_lock_the_environment_holds_on_its_database_cannot_hang_a_snapshot(tmp
     finished, box = asyncio.run(go())
     assert finished, "the snapshot of a database the environment keeps locked never returned"
     assert "error" in box and "lock" in str(box["error"]).lower(), box
+
+
+# the environment takes a write lease on each of its episode's files: any other process's open of one then fails at
+# once (O_NONBLOCK) or waits for the holder (up to fs.lease-break-time, 45 s), and the holder is only told
+LEASE = r'''
+import builtins, fcntl, glob, os
+taken = {}
+builtins._awm_leases = []
+for path in glob.glob(os.path.join(os.getcwd(), "episodes", "*", "*.db")):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE
+        builtins._awm_leases.append(fd)
+        taken[os.path.basename(path)] = True
+    except OSError as exc:
+        taken[os.path.basename(path)] = str(exc)
+out = taken
+'''
+
+
+def test_a_lease_the_environment_takes_on_its_databases_does_not_break_closing_the_episode(tmp_path):
+    """Closing an episode takes its databases out of the worker's directory with non-blocking, no-follow opens; a
+    file lease the environment holds on them made that open fail with EWOULDBLOCK, which nothing expected: the
+    episode's close raised ``BlockingIOError`` (an ``awm eval`` rollout lost to an error no one could read). Now a
+    leased file is refused like a symlink: named in ``unsafe_entries.txt``, and the episode closes."""
+    _needs_namespaces()
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Leaser": RUNNER})]).get("leaser")
+    run = tmp_path / "run"
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=run)
+            taken = json.loads((await episode.call_tool("run", {"code": LEASE})).text)["out"]
+            await episode.close()
+            again = await pool.open_episode(scenario, run_dir=tmp_path / "run2")  # the worker goes on serving
+            listed = await again.call_tool("list_notes", {})
+            await again.close()
+            return taken, listed
+
+    taken, listed = asyncio.run(go())
+    assert any(v is True for v in taken.values()), taken  # the kernel granted a lease: the attack was made
+    unsafe = (run / "unsafe_entries.txt").read_text()
+    assert "lease" in unsafe, unsafe
+    assert not listed.is_error and "first" in listed.text
+    assert (tmp_path / "run2" / "final.db").is_file()

@@ -213,6 +213,7 @@ async def _replay(args: argparse.Namespace) -> int:
     from awm_engine.bench.tau2.episode import DomainCatalog, run_tau2_data
     from awm_engine.runtime.episode import SnapshotLocked
     from awm_engine.runtime.pool import EnvPool
+    from awm_engine.sandbox.safe_fs import UnsafeEntry
 
     try:
         run = RunReplay(args.run_dir)
@@ -234,7 +235,7 @@ async def _replay(args: argparse.Namespace) -> int:
             async with EnvPool(workers=1) as pool:
                 try:
                     await run.materialize(pool, catalog)
-                except SnapshotLocked as exc:
+                except (SnapshotLocked, UnsafeEntry) as exc:
                     raise CliError(f"could not rebuild the intermediate states: {exc}") from None
             data["diff"] = run.diff_at(args.step).to_dict()
             data["final_matches"] = run.final_matches()

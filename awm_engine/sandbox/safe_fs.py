@@ -9,6 +9,7 @@ Anything else is refused with ``UnsafeEntry`` naming the entry and what it was.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -72,6 +73,9 @@ def open_regular(dir_fd: int, name: str, where: str = "", max_size: int | None =
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             raise UnsafeEntry(f"{where}{name} is {_kind(st.st_mode)} (refused: sandboxed code could have put it "
                               "there)") from None
+        if exc.errno == errno.EWOULDBLOCK:  # a file lease (fcntl F_SETLEASE) of the process that owns the file
+            raise UnsafeEntry(f"{where}{name} is held under a file lease by sandboxed code (refused: an open would "
+                              "wait for it to let go)") from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
