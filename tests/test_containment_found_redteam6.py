@@ -7,6 +7,7 @@ import json
 import threading
 
 import pytest
+from test_containment_regressions import RUNNER  # a tool that runs the code it is given
 from tinyenv import make_env_dir
 
 from awm_engine.data.catalog import Catalog
@@ -14,16 +15,6 @@ from awm_engine.runtime import episode as episode_module
 from awm_engine.runtime.pool import EnvPool
 from awm_engine.sandbox import host
 
-RUNNER = '''
-class RunIn(BaseModel):
-    code: str
-
-@app.post("/api/run", summary="Run", description="Run code.", tags=["x"], operation_id="run")
-def run(req: RunIn):
-    scope = {}
-    exec(req.code, scope)
-    return {"out": scope.get("out")}
-'''
 
 # the environment takes SQLite's exclusive lock on its own episode database and keeps it: a POSIX lock on the file,
 # which every process that opens the file sees, inside the sandbox or not
