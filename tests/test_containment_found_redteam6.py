@@ -158,3 +158,72 @@ def test_a_sandbox_with_network_cannot_reach_the_hosts_loopback_listeners(tmp_pa
     finally:
         server.close()
     assert done.stdout.decode().strip() != "connected", done.stdout.decode()
+
+
+# a directory tree deeper than Python's recursion limit in the episode's own directory
+DEEP = r'''
+import glob, os
+made = 0
+for live in glob.glob(os.path.join(os.getcwd(), "episodes", "*")):
+    fd = os.open(live, os.O_RDONLY)
+    for _ in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+        made += 1
+    os.close(fd)
+out = made
+'''
+
+
+def test_a_directory_tree_deeper_than_the_recursion_limit_does_not_break_closing_the_episode(tmp_path):
+    """The parent removes what sandboxed code leaves in a directory with ``shutil.rmtree``, which recurses once per
+    level: an environment that made its episode directory 3,000 levels deep made the episode's close raise
+    ``RecursionError`` (and left the tree behind). Now such trees are removed level by level, none deeper than one."""
+    _needs_namespaces()
+    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Deep": RUNNER})]).get("deep")
+    run = tmp_path / "run"
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=run)
+            assert not (await episode.call_tool("add_note", {"text": "kept"})).is_error
+            made = json.loads((await episode.call_tool("run", {"code": DEEP})).text)["out"]
+            live = episode.info.live_dir
+            await episode.close()
+            return made, live.exists()
+
+    made, left = asyncio.run(go())
+    assert made == 3000
+    assert not left  # removed, not left behind
+    import sqlite3
+
+    assert sqlite3.connect(run / "final.db").execute("SELECT count(*) FROM notes WHERE text = 'kept'").fetchone() == (1,)
+
+
+def test_removing_a_rigged_tree_follows_no_link_at_any_depth(tmp_path):
+    """The level-by-level removal goes through descriptors: links to a directory and a file outside, at the top and
+    3,000 levels down, are removed as links; what they point at stays."""
+    import os
+
+    from awm_engine.sandbox import safe_fs
+
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "inner" / "canary").write_text("keep")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    fd = os.open(tree, os.O_RDONLY)
+    for depth in range(3000):
+        if depth in (0, 2999):
+            os.symlink(str(outside), "to-dir", dir_fd=fd)
+            os.symlink(str(outside / "inner" / "canary"), "to-file", dir_fd=fd)
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    safe_fs.remove_tree(tree)
+    assert not tree.exists()
+    assert (outside / "inner" / "canary").read_text() == "keep"

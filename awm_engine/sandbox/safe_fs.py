@@ -219,3 +219,81 @@ def copy_out(src: Path, dest: Path) -> None:
         _copy_fd(fd, dest)
     finally:
         os.close(fd)
+
+
+REMOVE_LIMIT = 10_000_000  # entries one removal goes through (sandboxed code still running could add them for ever)
+
+
+def remove_below(dir_fd: int, name: str) -> None:
+    """Remove ``name`` in ``dir_fd`` and everything below it, never following a symlink, ignoring errors (as
+    ``shutil.rmtree(..., ignore_errors=True)``), at any depth: ``shutil.rmtree`` recurses once per level, so a tree
+    sandboxed code made deeper than the recursion limit raised ``RecursionError``. Here every subdirectory is first
+    moved up into the top directory being removed (a rename inside the tree), so no walk is ever more than one
+    level deep and no more than two descriptors are open."""
+    try:
+        top = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        except OSError:
+            pass
+        return
+    seen, serial = 0, 0
+    try:
+        pending: list[str | None] = [None]  # None: the top itself; else a directory moved up into it
+        while pending and seen < REMOVE_LIMIT:
+            sub = pending.pop()
+            try:
+                here = top if sub is None else os.open(sub, DIR_FLAGS, dir_fd=top)
+            except OSError:
+                continue
+            try:
+                with os.scandir(here) as entries:
+                    for entry in entries:
+                        seen += 1
+                        try:
+                            if not entry.is_dir(follow_symlinks=False):
+                                os.unlink(entry.name, dir_fd=here)
+                            elif sub is None:
+                                pending.append(entry.name)
+                            else:
+                                while True:
+                                    serial += 1
+                                    moved = f".awm-removing-{serial}"
+                                    try:
+                                        os.stat(moved, dir_fd=top, follow_symlinks=False)
+                                    except FileNotFoundError:
+                                        break
+                                os.rename(entry.name, moved, src_dir_fd=here, dst_dir_fd=top)
+                                pending.append(moved)
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+            finally:
+                if here != top:
+                    os.close(here)
+            if sub is not None:
+                try:
+                    os.rmdir(sub, dir_fd=top)
+                except OSError:
+                    pass
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(name, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def remove_tree(path: Path | str) -> None:
+    """``remove_below`` for a path whose parent directory the caller trusts (its own)."""
+    path = Path(os.path.abspath(str(path)))
+    try:
+        parent = os.open(str(path.parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        remove_below(parent, path.name)
+    finally:
+        os.close(parent)
