@@ -41,6 +41,12 @@ def _needs_namespaces():
         pytest.skip(f"no namespace layer here: {host.protections().off.get('namespaces')}")
 
 
+def _runner(tmp_path, name: str):
+    """A scenario whose ``run`` tool runs the code it is given, in a worker sandbox."""
+    _needs_namespaces()
+    return Catalog.load([make_env_dir(tmp_path / "d", {name: RUNNER})]).get(name.lower())
+
+
 def _in_thread(fn, *args):
     """Run ``fn`` on a daemon thread: (finished, result or exception). A call that never returns is reported as not
     finished (after a bound far past what it needs) instead of hanging the test run."""
@@ -63,9 +69,8 @@ def test_a_lock_the_environment_holds_on_its_database_cannot_hang_a_snapshot(tmp
     after each step with SQLite's backup API, whose Python wrapper retries for as long as the source is locked: an
     environment holding an exclusive lock on its own database hung the replay — and, the snapshot being taken on the
     event loop, everything else of that awm process — forever."""
-    _needs_namespaces()
     monkeypatch.setattr(episode_module, "SNAPSHOT_LOCK_WAIT", 3.0, raising=False)
-    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Locker": RUNNER})]).get("locker")
+    scenario = _runner(tmp_path, "Locker")
 
     async def go():
         async with EnvPool(workers=1) as pool:
@@ -104,8 +109,7 @@ def test_a_lease_the_environment_takes_on_its_databases_does_not_break_closing_t
     file lease the environment holds on them made that open fail with EWOULDBLOCK, which nothing expected: the
     episode's close raised ``BlockingIOError`` (an ``awm eval`` rollout lost to an error no one could read). Now a
     leased file is refused like a symlink: named in ``unsafe_entries.txt``, and the episode closes."""
-    _needs_namespaces()
-    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Leaser": RUNNER})]).get("leaser")
+    scenario = _runner(tmp_path, "Leaser")
     run = tmp_path / "run"
 
     async def go():
@@ -181,8 +185,7 @@ def test_a_directory_tree_deeper_than_the_recursion_limit_does_not_break_closing
     """The parent removes what sandboxed code leaves in a directory with ``shutil.rmtree``, which recurses once per
     level: an environment that made its episode directory 3,000 levels deep made the episode's close raise
     ``RecursionError`` (and left the tree behind). Now such trees are removed level by level, none deeper than one."""
-    _needs_namespaces()
-    scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Deep": RUNNER})]).get("deep")
+    scenario = _runner(tmp_path, "Deep")
     run = tmp_path / "run"
 
     async def go():

@@ -9,6 +9,7 @@ Anything else is refused with ``UnsafeEntry`` naming the entry and what it was.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -233,10 +234,8 @@ def remove_below(dir_fd: int, name: str) -> None:
     try:
         top = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=dir_fd)
-        except OSError:
-            pass
         return
     seen, serial = 0, 0
     try:
@@ -274,16 +273,12 @@ def remove_below(dir_fd: int, name: str) -> None:
                 if here != top:
                     os.close(here)
             if sub is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.rmdir(sub, dir_fd=top)
-                except OSError:
-                    pass
     finally:
         os.close(top)
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(name, dir_fd=dir_fd)
-    except OSError:
-        pass
 
 
 def remove_tree(path: Path | str) -> None:
