@@ -7,6 +7,7 @@ handlers may differ slightly on re-execution, which ``final_matches`` reports.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from dataclasses import dataclass
@@ -137,8 +138,9 @@ class RunReplay:
                     if step.changes_db:
                         await episode.call_tool(step.tool, step.arguments if isinstance(step.arguments, dict) else {})
                         # the episode's own snapshot: the live database opened through a checked descriptor
-                        # (what the environment left there may be a symlink to a file of the host)
-                        current = episode.snapshot(workdir / f"state_{step.index:03d}.db")
+                        # (what the environment left there may be a symlink to a file of the host), off the event loop: the
+                        # environment may keep it locked (the copy gives up after a while: SnapshotLocked)
+                        current = await asyncio.to_thread(episode.snapshot, workdir / f"state_{step.index:03d}.db")
                     states.append(current)
             finally:
                 await episode.close()  # its databases are moved into workdir (made again if it was removed)

@@ -211,7 +211,9 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
 async def _replay(args: argparse.Namespace) -> int:
     from awm_engine.agent.replay import RunReplay
     from awm_engine.bench.tau2.episode import DomainCatalog, run_tau2_data
+    from awm_engine.runtime.episode import SnapshotLocked
     from awm_engine.runtime.pool import EnvPool
+    from awm_engine.sandbox.safe_fs import UnsafeEntry
 
     try:
         run = RunReplay(args.run_dir)
@@ -231,7 +233,10 @@ async def _replay(args: argparse.Namespace) -> int:
         catalog = load_catalog(args, quiet=True) if args.data else DomainCatalog(tau2) if tau2 else None
         try:
             async with EnvPool(workers=1) as pool:
-                await run.materialize(pool, catalog)
+                try:
+                    await run.materialize(pool, catalog)
+                except (SnapshotLocked, UnsafeEntry) as exc:
+                    raise CliError(f"could not rebuild the intermediate states: {exc}") from None
             data["diff"] = run.diff_at(args.step).to_dict()
             data["final_matches"] = run.final_matches()
         finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -190,7 +189,7 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     ``timeout`` comes back as a report with ``fatal`` set. When no database was built (no schema, a failed
     build), ``placeholder`` leaves an empty database at ``path`` (what the template cache hands episodes);
     without it ``path`` is left absent (``awm db build``: a failed build writes no file)."""
-    from awm_engine.sandbox import limits
+    from awm_engine.sandbox import limits, safe_fs
     from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, sandbox_ids
 
     path = Path(path).resolve()  # the sandbox runs in a directory of its own: relative paths would miss
@@ -228,7 +227,6 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
             if placeholder:
                 sqlite3.connect(path).close()
             return report
-        from awm_engine.sandbox import safe_fs
 
         # the scratch directory was the sandbox's: its files are read through descriptors, never followed
         partial = path.with_name(path.name + f".part-{os.getpid()}")
@@ -264,7 +262,7 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     finally:
         if quota:
             limits.unmount_quota(scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
+        safe_fs.remove_tree(scratch)
 
 
 def _nearly_full(directory: Path) -> bool:

@@ -118,17 +118,43 @@ class EpisodeHandle(Protocol):
         ...
 
 
-def snapshot_database(src: Path | str, dest: Path | str) -> Path:
-    """Copy a live SQLite database with the backup API (consistent even while another process writes)."""
+SNAPSHOT_LOCK_WAIT = float(os.environ.get("AWM_SNAPSHOT_LOCK_WAIT") or 30.0)
+
+
+class SnapshotLocked(RuntimeError):
+    """The database stayed locked by someone else (the environment's code) for longer than a snapshot waits."""
+
+
+def snapshot_database(src: Path | str, dest: Path | str, lock_wait: float | None = None) -> Path:
+    """Copy a live SQLite database with the backup API (consistent even while another process writes).
+
+    Python's ``backup`` retries for as long as the source is locked, and the environment's code can hold a lock on
+    its own database for ever: a copy that finds it locked for ``lock_wait`` seconds (``AWM_SNAPSHOT_LOCK_WAIT``,
+    30) stops with ``SnapshotLocked``."""
     import sqlite3
+    import time
+
+    wait = SNAPSHOT_LOCK_WAIT if lock_wait is None else lock_wait
+    locked_since: list[float] = []
+
+    def progress(status: int, remaining: int, total: int) -> None:
+        if status not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            locked_since.clear()
+            return
+        now = time.monotonic()
+        if not locked_since:
+            locked_since.append(now)
+        elif now - locked_since[0] >= wait:
+            raise SnapshotLocked(f"{src}: the database stayed locked for {wait:.0f} s (the environment's code holds "
+                                 "a lock on it): no snapshot")
 
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(f"file:{Path(src)}?mode=ro", uri=True)
+    source = sqlite3.connect(f"file:{Path(src)}?mode=ro", uri=True, timeout=min(5.0, wait))
     try:
         target = sqlite3.connect(dest)
         try:
-            source.backup(target)
+            source.backup(target, progress=progress)
         finally:
             target.close()
     finally:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -117,7 +116,7 @@ class WorkerProcess:
         if self.quota:
             limits.unmount_quota(self.home)
             self.quota = False
-        shutil.rmtree(self.home, ignore_errors=True)
+        safe_fs.remove_tree(self.home)
 
     async def start(self) -> None:
         if self.lease is not None:  # a leased worker is replaced by one of this process's own
@@ -603,7 +602,7 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     except OSError:
         return
     try:
-        shutil.rmtree(live.name, dir_fd=parent, ignore_errors=True)
+        safe_fs.remove_below(parent, live.name)
     finally:
         os.close(parent)
 
@@ -759,7 +758,7 @@ class EnvPool:
             self._lease.close()
             self._lease = None
         if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            safe_fs.remove_tree(self.workdir)
 
     async def _template(self, scenario: Scenario) -> TemplateState:
         """The scenario's template: built on first use, built again before use once it expired, and built again

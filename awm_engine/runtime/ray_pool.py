@@ -111,7 +111,7 @@ class PoolActor:
     async def snapshot(self, episode_id: str) -> str:
         """A snapshot of the episode's database, to ``read`` and then ``drop``."""
         tmp = Path(tempfile.mkdtemp(prefix="snap-", dir=str(self.pool.workdir)))
-        return self._offer(self.episodes[episode_id].snapshot(tmp / "snap.db"))
+        return self._offer(await asyncio.to_thread(self.episodes[episode_id].snapshot, tmp / "snap.db"))
 
     async def close(self, episode_id: str) -> dict[str, str]:
         """Close the episode; its databases, by name, to ``read`` and then ``drop``."""

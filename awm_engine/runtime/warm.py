@@ -26,7 +26,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from awm_engine.sandbox import safe_fs
 from awm_engine.sandbox.output import copy_capped
 
 ENV_OFF = "AWM_WARM"
@@ -253,7 +253,7 @@ class Service:
             _log(f"stopping: {len(self.leases)} worker(s) still in use")
             while self.leases:
                 await asyncio.wait(set(self.leases))
-            shutil.rmtree(self.home_root, ignore_errors=True)
+            safe_fs.remove_tree(self.home_root)
             _log("service stopped")
 
     def _unlink_socket(self) -> None:
@@ -425,7 +425,7 @@ def _own_dir(spares: Path) -> Path:
             continue
         mark = owned.owner_of(entry)
         if mark is None or owned.is_dead(mark):  # unmarked: a spare of an older layout, whose service is gone
-            shutil.rmtree(entry, ignore_errors=True)  # (any service of this directory holds the lock we hold)
+            safe_fs.remove_tree(entry)  # (any service of this directory holds the lock we hold)
     path = Path(tempfile.mkdtemp(prefix=f"s{os.getpid()}-", dir=str(spares)))
     owned.mark(path)
     return path

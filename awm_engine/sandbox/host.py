@@ -22,7 +22,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from awm_engine.sandbox import landlock, limits, seccomp
+from awm_engine.sandbox import landlock, limits, safe_fs, seccomp
 
 PR_SET_DUMPABLE = 4
 DEFAULT_SANDBOX_UID = 1999999999
@@ -387,7 +387,7 @@ def _run_probe(launcher, provisional: Protections, network: bool) -> tuple[dict 
             limits.unmount_quota(own)
         for s in listeners:
             s.close()
-        shutil.rmtree(work, ignore_errors=True)
+        safe_fs.remove_tree(work)
 
 
 def _shm_ids_for(key: int) -> list[int]:

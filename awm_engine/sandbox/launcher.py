@@ -28,7 +28,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -360,4 +359,4 @@ def remove_dir(path: Path | str) -> None:
         mark = owned.owner_of(path.parent)
         if mark is not None and mark.get("pid") == str(os.getpid()):
             path = path.parent
-    shutil.rmtree(path, ignore_errors=True)
+    safe_fs.remove_tree(path)

@@ -6,7 +6,7 @@ that skips its clean-up) leaves its directories; ``sweep_dead_dirs()`` — run a
 whose marker names a process that is gone. It never touches a directory without a valid marker, one whose owner is
 alive (same pid and start time), one marked in another pid namespace (its processes are not visible here), nor
 anything not owned by awm's own uid; it never follows a symlink: the temporary directory is opened once and every
-entry is checked and removed through descriptors (``shutil.rmtree`` with ``dir_fd``).
+entry is checked and removed through descriptors (``safe_fs.remove_below``).
 
 Only directories sandboxed code cannot write carry a marker (a pool's directory: its workers write only their own
 subdirectories; the sandbox view's data files; a replay's copies): a marker there can be trusted.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -146,7 +145,7 @@ def sweep_dead_dirs(tmp: Path | str | None = None) -> int:
                     continue
             finally:
                 os.close(dfd)
-            shutil.rmtree(name, dir_fd=tfd, ignore_errors=True)
+            safe_fs.remove_below(tfd, name)
             try:
                 os.stat(name, dir_fd=tfd, follow_symlinks=False)
             except FileNotFoundError:

@@ -9,6 +9,8 @@ Anything else is refused with ``UnsafeEntry`` naming the entry and what it was.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -72,6 +74,9 @@ def open_regular(dir_fd: int, name: str, where: str = "", max_size: int | None =
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             raise UnsafeEntry(f"{where}{name} is {_kind(st.st_mode)} (refused: sandboxed code could have put it "
                               "there)") from None
+        if exc.errno == errno.EWOULDBLOCK:  # a file lease (fcntl F_SETLEASE) of the process that owns the file
+            raise UnsafeEntry(f"{where}{name} is held under a file lease by sandboxed code (refused: an open would "
+                              "wait for it to let go)") from None
         raise
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -215,3 +220,75 @@ def copy_out(src: Path, dest: Path) -> None:
         _copy_fd(fd, dest)
     finally:
         os.close(fd)
+
+
+REMOVE_LIMIT = 10_000_000  # entries one removal goes through (sandboxed code still running could add them for ever)
+
+
+def remove_below(dir_fd: int, name: str) -> None:
+    """Remove ``name`` in ``dir_fd`` and everything below it, never following a symlink, ignoring errors (as
+    ``shutil.rmtree(..., ignore_errors=True)``), at any depth: ``shutil.rmtree`` recurses once per level, so a tree
+    sandboxed code made deeper than the recursion limit raised ``RecursionError``. Here every subdirectory is first
+    moved up into the top directory being removed (a rename inside the tree), so no walk is ever more than one
+    level deep and no more than two descriptors are open."""
+    try:
+        top = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        return
+    seen, serial = 0, 0
+    try:
+        pending: list[str | None] = [None]  # None: the top itself; else a directory moved up into it
+        while pending and seen < REMOVE_LIMIT:
+            sub = pending.pop()
+            try:
+                here = top if sub is None else os.open(sub, DIR_FLAGS, dir_fd=top)
+            except OSError:
+                continue
+            try:
+                with os.scandir(here) as entries:
+                    for entry in entries:
+                        seen += 1
+                        try:
+                            if not entry.is_dir(follow_symlinks=False):
+                                os.unlink(entry.name, dir_fd=here)
+                            elif sub is None:
+                                pending.append(entry.name)
+                            else:
+                                while True:
+                                    serial += 1
+                                    moved = f".awm-removing-{serial}"
+                                    try:
+                                        os.stat(moved, dir_fd=top, follow_symlinks=False)
+                                    except FileNotFoundError:
+                                        break
+                                os.rename(entry.name, moved, src_dir_fd=here, dst_dir_fd=top)
+                                pending.append(moved)
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+            finally:
+                if here != top:
+                    os.close(here)
+            if sub is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(sub, dir_fd=top)
+    finally:
+        os.close(top)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=dir_fd)
+
+
+def remove_tree(path: Path | str) -> None:
+    """``remove_below`` for a path whose parent directory the caller trusts (its own)."""
+    path = Path(os.path.abspath(str(path)))
+    try:
+        parent = os.open(str(path.parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        remove_below(parent, path.name)
+    finally:
+        os.close(parent)
