@@ -142,17 +142,20 @@ except OSError as exc:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="found, not fixed: a sandbox with network (MCP-Universe servers) shares the "
-                   "host's network namespace, so it reaches every loopback listener of the host (an unauthenticated "
-                   "Ray dashboard or database, say); Landlock's network rules name ports, not addresses, and a "
-                   "user-mode network (pasta, slirp4netns without host loopback) is not wired in yet")
 def test_a_sandbox_with_network_cannot_reach_the_hosts_loopback_listeners(tmp_path):
+    """A sandbox with network (MCP-Universe's servers) shares the host's network namespace; Landlock lets its TCP
+    connections reach only the web ports (80, 443 by default), so no loopback listener on another port (a
+    database, a Ray dashboard, a model server) can be reached. The same listener is reachable when its port is
+    allowed: the refusal is the port rule's, not an accident of the test."""
     import socket
     import sys
 
+    from awm_engine.sandbox import host
     from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
 
     _needs_namespaces()
+    if host.landlock_abi() < 4:
+        pytest.skip(f"Landlock ABI {host.landlock_abi()} < 4: no TCP port rules on this kernel (recorded as such)")
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -161,7 +164,30 @@ def test_a_sandbox_with_network_cannot_reach_the_hosts_loopback_listeners(tmp_pa
             [sys.executable, "-c", LOOPBACK, str(server.getsockname()[1])], timeout=120, capture_output=True)
     finally:
         server.close()
-    assert done.stdout.decode().strip() != "connected", done.stdout.decode()
+    assert done.stdout.decode().strip() == "PermissionError", done.stdout.decode() + done.stderr.decode()[-800:]
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    try:
+        port = server.getsockname()[1]
+        allowed = Sandbox(SandboxPolicy(writable=[], network=True, connect_ports=[port]), "loopback").run(
+            [sys.executable, "-c", LOOPBACK, str(port)], timeout=120, capture_output=True)
+    finally:
+        server.close()
+    assert allowed.stdout.decode().strip() == "connected", allowed.stderr.decode()[-800:]
+
+
+def test_the_ports_a_network_sandbox_may_reach_are_named_exactly(monkeypatch):
+    from awm_engine.sandbox.launcher import network_ports
+
+    monkeypatch.delenv("AWM_SANDBOX_NET_PORTS", raising=False)
+    assert network_ports() == [80, 443]
+    monkeypatch.setenv("AWM_SANDBOX_NET_PORTS", "443, 9876")
+    assert network_ports() == [443, 9876]
+    for bad in ("443,x", "0", "70000", "80;443"):
+        monkeypatch.setenv("AWM_SANDBOX_NET_PORTS", bad)
+        with pytest.raises(ValueError, match="AWM_SANDBOX_NET_PORTS"):
+            network_ports()
 
 
 # a directory tree deeper than Python's recursion limit in the episode's own directory

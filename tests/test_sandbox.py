@@ -134,7 +134,7 @@ def test_every_payload_fails_inside_the_sandbox(tmp_path, listener, monkeypatch)
 def test_allowed_network_is_opt_in(tmp_path, listener):
     code = ("import socket, os; socket.create_connection(('127.0.0.1', int(os.environ['PORT'])), timeout=2).close();"
             "print('connected')")
-    sandbox = Sandbox(SandboxPolicy(network=True, env={"PORT": str(listener)}), "net")
+    sandbox = Sandbox(SandboxPolicy(network=True, connect_ports=[listener], env={"PORT": str(listener)}), "net")
     result = sandbox.run([sys.executable, "-c", code], timeout=60, capture_output=True)
     assert result.stdout.decode().strip() == "connected", result.stderr.decode()[-1000:]
 

@@ -293,7 +293,10 @@ def _measure(network: bool) -> Protections:
                  "no_survivors"):
         if not getattr(p, name):
             if name == "network_isolated" and network:
-                reasons[name] = "network allowed by this sandbox's policy"
+                reasons[name] = ("network allowed by this sandbox's policy: TCP only to ports "
+                                 f"{', '.join(map(str, launcher.network_ports()))} (any address), UDP anywhere"
+                                 if abi >= 4 else "network allowed by this sandbox's policy, to any port and "
+                                 f"address, the host's loopback listeners included (Landlock ABI {abi} < 4)")
             else:
                 reasons.setdefault(name, ns_why or "measured off by the probe")
     if not p.parent_nondumpable:

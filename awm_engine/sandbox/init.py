@@ -94,7 +94,8 @@ def confine(spec: dict) -> None:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SandboxSetupError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     if spec.get("landlock"):
-        landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")))
+        landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")),
+                          connect_ports=spec.get("connect_ports"))
     if spec.get("seccomp"):
         seccomp.load()
 

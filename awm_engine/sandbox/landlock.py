@@ -54,10 +54,11 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
-             readable: list[str] | None = None) -> int:
+             readable: list[str] | None = None, connect_ports: list[int] | None = None) -> int:
     """Confine this process: read/execute everywhere (or, with ``readable``, only below those paths: ``[]`` reads
     no file at all), write only below ``writable`` (plus /dev/null & co); with ``scope`` (ABI ≥ 6) it can neither
-    connect to abstract unix sockets nor signal processes created outside its Landlock domain. Returns the ABI
+    connect to abstract unix sockets nor signal processes created outside its Landlock domain; with
+    ``connect_ports`` (ABI ≥ 4) its TCP connections go only to those ports, on any address. Returns the ABI
     used; raises OSError when Landlock is unavailable or a step fails."""
     abi = abi_version()
     if abi < 1:
@@ -65,6 +66,8 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
     libc = _libc()
     handled = fs_access(abi)
     net = (NET_BIND_TCP | NET_CONNECT_TCP) if (deny_tcp and abi >= 4) else 0
+    if connect_ports is not None and abi >= 4:
+        net |= NET_CONNECT_TCP
     scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if (scope and abi >= 6) else 0
     if abi >= 6:
         attr = struct.pack("QQQ", handled, net, scoped)
@@ -94,6 +97,11 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
 
         for path in ["/"] if readable is None else readable:
             allow(path, READ)
+        for port in (connect_ports or []) if net & NET_CONNECT_TCP and not deny_tcp else []:
+            rule = ctypes.create_string_buffer(struct.pack("=QQ", NET_CONNECT_TCP, int(port)), 16)
+            if libc.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), rule,
+                            ctypes.c_uint32(0)) < 0:
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for TCP port {port}")
         for device in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty"):
             allow(device, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
         for path in writable:

@@ -56,6 +56,8 @@ class SandboxPolicy:
     writable: list[str] = field(default_factory=list)  # directories the process may write below (bound read-write)
     readable: list[str] = field(default_factory=list)  # extra paths it may read (data a hosted environment reads)
     network: bool = False  # environments are offline worlds: no network unless asked
+    # with network: the TCP ports it may connect to, on any address (Landlock ABI >= 4); None: network_ports()
+    connect_ports: list[int] | None = None
     memory_mb: int | None = 2048  # the whole sandbox (memory cgroup) and each process's address space
     max_procs: int | None = 64  # processes and threads of the whole sandbox
     file_size_mb: int | None = 2048
@@ -66,6 +68,27 @@ class SandboxPolicy:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+NETWORK_PORTS_ENV = "AWM_SANDBOX_NET_PORTS"
+DEFAULT_NETWORK_PORTS = (80, 443)
+
+
+def network_ports() -> list[int]:
+    """The TCP ports a sandbox with network may connect to: ``$AWM_SANDBOX_NET_PORTS`` (comma-separated) or 80
+    and 443 — the web APIs a benchmark's servers call. Landlock names ports, not addresses, so this is also what
+    keeps such a sandbox away from the host's own loopback listeners (a database, a Ray dashboard, a model
+    server) on every other port."""
+    raw = os.environ.get(NETWORK_PORTS_ENV, "").strip()
+    if not raw:
+        return list(DEFAULT_NETWORK_PORTS)
+    ports = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit() or not 0 < int(part) < 65536:
+            raise ValueError(f"{NETWORK_PORTS_ENV}: {part!r} is not a TCP port (give ports like 80,443,9876)")
+        ports.append(int(part))
+    return ports
 
 
 def default_memory_mb(kind: str) -> int:
@@ -155,6 +178,8 @@ class Sandbox:
         p = self.policy
         uid, gid = sandbox_ids()
         spec = {"writable": writable + ["/tmp"], "deny_tcp": not p.network, "memory_mb": p.memory_mb,
+                "connect_ports": (network_ports() if p.connect_ports is None else list(p.connect_ports))
+                if p.network else None,
                 "max_procs": p.max_procs, "file_size_mb": p.file_size_mb, "open_files": p.open_files,
                 "cpu_seconds": p.cpu_seconds, "landlock": self.protections.writes_confined,
                 "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,
