@@ -441,6 +441,10 @@ def send(proc, message: dict) -> None:
     proc.stdin.flush()
 
 
+def tool_call(request_id: int, name: str, arguments: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
 def test_the_stdio_relay_survives_what_a_worker_writes(tmp_path):
     """A line nested past the decoder's depth, or holding a lone surrogate, raised in the parent's relay: it stopped
     relaying, and the server hung (its stdin was read in a thread that kept the process alive)."""
@@ -448,12 +452,11 @@ def test_the_stdio_relay_survives_what_a_worker_writes(tmp_path):
     try:
         send(proc, INIT)
         assert read_answer(proc)["id"] == 1
-        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "spam", "arguments": {}}})
+        send(proc, tool_call(2, "spam", {}))
         seen = [read_answer(proc), read_answer(proc)]
         assert {m["id"] for m in seen} == {9, 2}
         assert next(m for m in seen if m["id"] == 9)["result"]["x"] == "\ud800"
-        send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_notes",
-                                                                                  "arguments": {}}})
+        send(proc, tool_call(3, "list_notes", {}))
         assert "first" in read_answer(proc)["result"]["content"][0]["text"]
     finally:
         err = finish(proc)
@@ -467,14 +470,12 @@ def test_a_stdio_server_replaces_a_worker_that_dies(tmp_path):
     try:
         send(proc, INIT)
         assert read_answer(proc)["id"] == 1
-        send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "add_note", "arguments": {"text": "before the crash"}}})
+        send(proc, tool_call(2, "add_note", {"text": "before the crash"}))
         assert not read_answer(proc)["result"]["isError"]
-        send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "die", "arguments": {}}})
+        send(proc, tool_call(3, "die", {}))
         lost = read_answer(proc)
         assert lost["id"] == 3 and "error" in lost  # said, not left waiting
-        send(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "list_notes",
-                                                                                  "arguments": {}}})
+        send(proc, tool_call(4, "list_notes", {}))
         assert "before the crash" in read_answer(proc)["result"]["content"][0]["text"]
     finally:
         err = finish(proc)
