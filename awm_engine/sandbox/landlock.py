@@ -66,6 +66,7 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
     libc = _libc()
     handled = fs_access(abi)
     net = (NET_BIND_TCP | NET_CONNECT_TCP) if (deny_tcp and abi >= 4) else 0
+    allowed_ports = list(connect_ports) if connect_ports is not None and not deny_tcp and abi >= 4 else []
     if connect_ports is not None and abi >= 4:
         net |= NET_CONNECT_TCP
     scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if (scope and abi >= 6) else 0
@@ -97,7 +98,7 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
 
         for path in ["/"] if readable is None else readable:
             allow(path, READ)
-        for port in (connect_ports or []) if net & NET_CONNECT_TCP and not deny_tcp else []:
+        for port in allowed_ports:
             rule = ctypes.create_string_buffer(struct.pack("=QQ", NET_CONNECT_TCP, int(port)), 16)
             if libc.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), rule,
                             ctypes.c_uint32(0)) < 0:
