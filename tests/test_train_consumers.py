@@ -102,19 +102,42 @@ def test_parquet_messages_and_tools_are_what_chat_templates_read(exports, hf_cac
     dataset = load(exports / "turn_native.parquet", hf_cache)
     target = dataset[0]["completion"][0]
     (call,) = target["tool_calls"]
-    assert call["type"] == "function" and isinstance(call["function"]["arguments"], str)
+    # the arguments are the object the model wrote (transformers' tool-use shape), of datasets' JSON type
+    assert call["type"] == "function" and isinstance(call["function"]["arguments"], dict)
     assert call["function"]["name"] in {t["function"]["name"] for t in dataset[0]["tools"]}
     call_type = dataset.features["completion"].feature["tool_calls"].feature
-    assert call_type["function"]["arguments"].dtype == "string"
+    assert type(call_type["function"]["arguments"]).__name__ == "Json"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Parquet stores the tools column as one struct type for all tools (pyarrow and datasets infer the same): a tool's "
-    "schema reads back with a null for every field only other tools have (properties, defaults, required), and "
-    "TRL's and verl's chat templates write those nulls into the prompt; JSONL reads back exact"))
-def test_parquet_tools_read_back_as_the_endpoint_received_them(exports, hf_cache):
-    dataset = load(exports / "turn_native.parquet", hf_cache)
-    assert dataset[0]["tools"] == file_rows(exports / "turn_native.jsonl")[0]["tools"]
+def test_parquet_tools_and_arguments_read_back_as_the_endpoint_received_them(exports, hf_cache):
+    """Each schema and each call's arguments exactly as written: no null for a field only another tool (or another
+    call) has — what a struct type gives, and what chat templates would write into the prompt."""
+    for shape in ("turn_native", "rollout_native"):
+        dataset = load(exports / f"{shape}.parquet", hf_cache)
+        written = file_rows(exports / f"{shape}.jsonl")
+        for i, expected in enumerate(written):
+            assert dataset[i]["tools"] == expected["tools"] and len(expected["tools"]) > 1
+            column = "completion" if shape.startswith("turn") else "messages"
+            calls = [c["function"] for m in dataset[i][column] for c in m["tool_calls"] or []]
+            assert calls == [c["function"] for m in expected[column] for c in m.get("tool_calls") or []]
+    # calls with different argument names, tools with different fields, and a malformed call's text: a struct
+    # type would pad each with the others' names as nulls
+    from awm_engine.train.export import write_records
+
+    def row(name, arguments, tool):
+        call = {"id": "c", "type": "function", "function": {"name": name, "arguments": arguments}}
+        return {"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": "",
+                                                                  "tool_calls": [call]}], "tools": [tool]}
+    rows = [row("a", '{"x": 1}', {"type": "function", "function": {"name": "a", "parameters": {
+                "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}}),
+            row("b", '{"y": "s", "z": [1, {"k": null}]}', {"type": "function", "function": {"name": "b",
+                "description": "d", "parameters": {"type": "object", "properties": {"y": {"enum": ["s"]}}}}}),
+            row("c", '{"y": "unclosed', {"type": "function", "function": {"name": "c"}})]
+    write_records(rows, exports / "mixed.parquet")
+    dataset = load(exports / "mixed.parquet", hf_cache)
+    assert [dataset[i]["tools"] for i in range(3)] == [r["tools"] for r in rows]
+    assert [dataset[i]["messages"][1]["tool_calls"][0]["function"]["arguments"] for i in range(3)] == \
+        [{"x": 1}, {"y": "s", "z": [1, {"k": None}]}, '{"y": "unclosed']
 
 
 # -- TRL ---------------------------------------------------------------------------------------------------------
@@ -159,9 +182,14 @@ def assert_trains_the_assistant_turns(tokenizer, ids, labels, expected):
         assert "<|im_start|>" not in text and text.endswith("<|im_end|>\n")
         assert (message["content"] or "") in text
         for call in message.get("tool_calls") or []:
-            assert call["function"]["name"] in text and call["function"]["arguments"] in text
+            assert call["function"]["name"] in text and rendered(call["function"]["arguments"]) in text
     untrained = tokenizer.decode([t for t, label in zip(ids, labels) if label == -100])
     assert expected["task"] in untrained and "The Silent Orchard" in untrained  # the task and a tool result
+
+
+def rendered(arguments) -> str:
+    """A call's arguments as chat templates write an object (``tojson``: json.dumps' default separators)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
 def rendered_tools(text: str):
@@ -192,7 +220,7 @@ def test_trl_sft_trains_exactly_the_target_turn_of_prompt_completion_rows(export
                 # the trained tokens are the target turn as the template renders it, then the end of turn
                 assert target.endswith("<|im_end|>\n") and "<|im_start|>" not in target
                 for call in message.get("tool_calls") or []:
-                    assert call["function"]["name"] in target and call["function"]["arguments"] in target
+                    assert call["function"]["name"] in target and rendered(call["function"]["arguments"]) in target
                 assert (message["content"] or "") in target
                 # and the context is the row's prompt: the task and every message before the target, untrained
                 assert expected["task"] in context and expected["task"] not in target
@@ -202,10 +230,8 @@ def test_trl_sft_trains_exactly_the_target_turn_of_prompt_completion_rows(export
                 tools = rendered_tools(context)
                 if shape == "turn_meta":
                     assert tools == [] and expected["tools"] == []
-                elif fmt == "jsonl":
-                    assert tools == expected["tools"]  # exact: datasets reads a schema as JSON
-                else:  # Parquet: one struct type for all tools, so each gains the others' fields as nulls (below)
-                    assert without_nulls(tools) == without_nulls(expected["tools"])
+                else:  # exact: datasets reads each schema as JSON, from JSONL and from Parquet's JSON type
+                    assert tools == expected["tools"]
             if (shape, fmt) == ("turn_meta", "parquet"):
                 result = trainer.train()  # one optimisation step on the meta rows (native rows are long on CPU)
                 assert result.global_step == 1 and result.training_loss > 0
@@ -228,21 +254,21 @@ def test_trl_sft_messages_rows_train_every_assistant_turn_and_nothing_else(expor
 
 # -- verl -------------------------------------------------------------------------------------------------------
 
-QWEN25_ARGUMENTS = (
-    "Qwen2.5's chat template writes a call's arguments with `tojson`, so the JSON string the endpoint returned (the "
-    "OpenAI chat shape awm exports) is rendered as a quoted string, not as the object the model wrote; Qwen3's "
-    "template writes a string as it is")
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("template,shape", [
-    ("qwen3", "rollout_meta"), ("qwen3", "rollout_native"), ("qwen2_5", "rollout_meta"),
-    pytest.param("qwen2_5", "rollout_native", marks=pytest.mark.xfail(strict=True, reason=QWEN25_ARGUMENTS))])
+    ("qwen3", "rollout_meta"), ("qwen3", "rollout_native"), ("qwen2_5", "rollout_meta"), ("qwen2_5", "rollout_native")])
 def test_verl_multiturn_sft_masks_exactly_the_assistant_turns(exports, template, shape, capsys):
     """verl's ``MultiTurnSFTDataset`` on the ``--rows rollout`` Parquet, with TRL's Qwen3 and Qwen2.5 templates
-    (the two the issue's reporter hit ``TypeError``s with while ``tool_calls`` was a JSON string)."""
+    (the two the issue's reporter hit ``TypeError``s with while ``tool_calls`` was a JSON string), as verl's SFT
+    trainer loads it with ``data.custom_cls`` = awm's subclass (verl reads Parquet through pandas, which gives the
+    text of Arrow's JSON type; the subclass parses those values back). The tools reach the template exactly, and a
+    call's arguments as the object Qwen2.5's ``tojson`` needs."""
     from trl.chat_template_utils import _CHAT_TEMPLATES_DIR
+    from verl.utils.import_utils import load_extern_object  # what verl's SFT trainer does with data.custom_cls
     from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+
+    dataset_cls = load_extern_object("pkg://awm_engine.train.verl_sft", "AWMMultiTurnSFTDataset")
+    assert issubclass(dataset_cls, MultiTurnSFTDataset)
 
     tokenizer = build_tokenizer()
     tokenizer.chat_template = (Path(_CHAT_TEMPLATES_DIR) / f"{template}.jinja").read_text()
@@ -253,11 +279,12 @@ def test_verl_multiturn_sft_masks_exactly_the_assistant_turns(exports, template,
         # into that turn rendered alone; verl compares the two and its error says to take the per-turn tokens so
         config["ignore_input_ids_mismatch"] = True
     written = file_rows(exports / f"{shape}.jsonl")
-    dataset = MultiTurnSFTDataset(str(exports / f"{shape}.parquet"), tokenizer, config)
+    dataset = dataset_cls(str(exports / f"{shape}.parquet"), tokenizer, config)
     assert len(dataset) == len(written)
     for i, expected in enumerate(written):
         ids, mask = dataset[i]["input_ids"].tolist(), dataset[i]["loss_mask"].tolist()
         assert_trains_the_assistant_turns(tokenizer, ids, [t if m else -100 for t, m in zip(ids, mask)], expected)
+        assert rendered_tools(tokenizer.decode(ids)) == expected["tools"]  # native: every schema exact; meta: none
     capsys.readouterr()
 
 

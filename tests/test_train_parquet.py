@@ -1,9 +1,11 @@
-"""The Parquet export in the shape chat templates read (issue 28, item 1): ``tool_calls`` a list of structs in the
-OpenAI chat shape (never a JSON string), one message type for meta and native rows, and a ``tools`` column with the
-tool schemas the endpoint received (native: the scenario's tools; meta: none, they are in the system prompt).
+"""The Parquet export in the shape chat templates read (issue 28, item 1): ``tool_calls`` a list of structs in
+transformers' tool-use shape (never a JSON string; ``function.arguments`` the object the model wrote, of Arrow's
+JSON type), one message type for meta and native rows, and a ``tools`` column with the tool schemas the endpoint
+received (native: the scenario's tools; meta: none, they are in the system prompt), each of Arrow's JSON type.
 
-``datasets`` is not in awm's stack (not installed, not a dependency), so the schema is checked field by field
-with pyarrow, which is what ``datasets`` reads Parquet with (its features come from the Arrow schema)."""
+The schema is checked field by field with pyarrow, which is what ``datasets`` reads Parquet with (its features
+come from the Arrow schema; ``tests/test_train_consumers.py`` loads the same files with ``datasets``, TRL and verl
+where they are installed)."""
 from __future__ import annotations
 
 import json
@@ -32,7 +34,7 @@ def export(tmp_path, mode, capsys):
 def test_messages_and_tools_columns_have_the_chat_shape(tmp_path, capsys):
     native, meta = export(tmp_path, "native", capsys), export(tmp_path, "meta", capsys)
     call = pa.struct([("id", pa.string()), ("type", pa.string()),
-                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
+                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.json_())]))])
     message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
                                   ("tool_call_id", pa.string())]))
     for table in (native, meta):  # one message type in both modes: the files concatenate
@@ -42,18 +44,19 @@ def test_messages_and_tools_columns_have_the_chat_shape(tmp_path, capsys):
     first = next(r for r in rows if r["turn"] == 1)
     (target,) = first["completion"]
     (tc,) = target["tool_calls"]
-    assert tc["type"] == "function" and isinstance(tc["function"]["arguments"], str)
-    json.loads(tc["function"]["arguments"])  # the arguments the endpoint returned, a JSON string
-    # the tools column: the schemas the native requests carried, naming the tool the target calls
+    # the arguments the endpoint returned (a JSON string), stored as the JSON value they are: an object
+    assert tc["type"] == "function" and isinstance(json.loads(tc["function"]["arguments"]), dict)
+    # the tools column: the schemas the native requests carried, each its own JSON object, naming the tool the
+    # target calls
     tools_type = native.schema.field("tools").type
-    assert pa.types.is_list(tools_type) and pa.types.is_struct(tools_type.value_type)
-    fn = tools_type.value_type.field("function").type
-    assert [fn.field(i).name for i in range(fn.num_fields)][:2] == ["name", "description"]
-    assert fn.field("parameters").type.field("type").type == pa.string()
-    names = {t["function"]["name"] for t in first["tools"]}
+    assert pa.types.is_list(tools_type) and isinstance(tools_type.value_type, pa.JsonType)
+    tools = [json.loads(t) for t in first["tools"]]
+    assert all(list(t) == ["type", "function"] and list(t["function"])[:2] == ["name", "description"]
+               for t in tools)
+    names = {t["function"]["name"] for t in tools}
     expected = {t["name"] for t in _tools()}
     assert names == expected and tc["function"]["name"] in names
-    assert all(r["tools"] == first["tools"] for r in rows)
+    assert all([json.loads(t) for t in r["tools"]] == tools for r in rows)
     tool_results = [m for r in rows for m in r["messages"] if m["role"] == "tool"]
     assert tool_results and all(m["tool_call_id"] and m["tool_calls"] is None for m in tool_results)
     # meta mode: the request carried no tools (the meta-tools are in the system prompt), and no message has calls

@@ -41,51 +41,115 @@ def require_pyarrow():
     return pyarrow
 
 
+def _arguments(args: Any) -> Any:
+    """A call's arguments as chat templates read them: the object the model wrote (``{"title": "x"}``, as
+    transformers' tool-use format has it), parsed from the JSON text the endpoint returned; text that is not a
+    JSON object (a malformed call) stays the text it was."""
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return args
+
+
 def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call in the OpenAI chat shape chat templates read (``function.name``, ``function.arguments`` a JSON
-    string, as the endpoint sent it)."""
+    """A tool call in the chat-template shape (``type``, ``function.name``, ``function.arguments`` an object)."""
     fn = call.get("function") if isinstance(call.get("function"), dict) else call
-    args = fn.get("arguments")
     return {"id": call.get("id"), "type": call.get("type") or "function",
-            "function": {"name": fn.get("name"),
-                         "arguments": args if isinstance(args, str) or args is None
-                         else json.dumps(args, ensure_ascii=False)}}
+            "function": {"name": fn.get("name"), "arguments": _arguments(fn.get("arguments"))}}
+
+
+def template_message(m: dict[str, Any]) -> dict[str, Any]:
+    """One exported message: what the endpoint received, its calls in the chat-template shape."""
+    calls = m.get("tool_calls")
+    if not calls:
+        return m
+    return {**m, "tool_calls": [_tool_call(c) for c in calls]}
+
+
+MESSAGE_COLUMNS = ("prompt", "completion", "messages")
+JSON_TYPE_NOTE = (
+    "Parquet holds each tool schema and each call's arguments as Arrow's JSON type (arrow.json): readers through "
+    "Hugging Face datasets (TRL, verl's RL datasets) get the objects exactly as written; a struct type would give "
+    "every schema a null for each field only other tools have. verl's MultiTurnSFTDataset reads through pandas, "
+    "which gives their JSON text: use awm_engine.train.verl_sft.AWMMultiTurnSFTDataset (data.custom_cls)")
+
+
+def template_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with every message column's calls in the chat-template shape (both formats write this)."""
+    if not any(isinstance(row.get(k), list) for k in MESSAGE_COLUMNS):
+        return row
+    return {k: [template_message(m) if isinstance(m, dict) else m for m in v]
+            if k in MESSAGE_COLUMNS and isinstance(v, list) else v for k, v in row.items()}
 
 
 def message_type(pa):
-    """The Arrow type of one message: the same fields in every row, meta and native alike."""
+    """The Arrow type of one message: the same fields in every row, meta and native alike; a call's arguments
+    are of the JSON type (each call its own object, no other call's argument names)."""
     call = pa.struct([("id", pa.string()), ("type", pa.string()),
-                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
+                      ("function", pa.struct([("name", pa.string()), ("arguments", pa.json_())]))])
     return pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
                       ("tool_call_id", pa.string())])
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _parquet_message(m: dict[str, Any]) -> dict[str, Any]:
     calls = m.get("tool_calls")
     return {"role": m.get("role"), "content": m.get("content") or "",
-            "tool_calls": [_tool_call(c) for c in calls] if calls else None, "tool_call_id": m.get("tool_call_id")}
+            "tool_calls": [{"id": c.get("id"), "type": c.get("type"),
+                            "function": {"name": c["function"].get("name"),
+                                         "arguments": _json_text(c["function"].get("arguments"))}}
+                           for c in calls] if calls else None,
+            "tool_call_id": m.get("tool_call_id")}
 
 
-MESSAGE_COLUMNS = ("prompt", "completion", "messages")
+def _json_list(pa, values: list[Any]):
+    """A column of lists of JSON values (each its own object) as ``list<arrow.json>``."""
+    texts = [[_json_text(v) for v in value] if isinstance(value, list) else None for value in values]
+    return pa.array(texts, type=pa.list_(pa.string())).cast(pa.list_(pa.json_()))
 
 
 def _parquet_table(pa, rows: list[dict[str, Any]]):
     """The rows as an Arrow table: message columns with ``message_type`` (``tool_calls`` a list of structs, never
-    a JSON string), every other column as pyarrow infers it."""
-    table = pa.Table.from_pylist(rows)
+    a JSON string), ``tools`` a list of JSON objects, every other column as pyarrow infers it."""
+    special = set(MESSAGE_COLUMNS) | {"tools"}
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    table = pa.Table.from_pylist([{k: v for k, v in r.items() if k not in special} for r in rows])
     mtype = pa.list_(message_type(pa))
+    storage = _storage_type(pa, mtype)
+    columns = {}
     for key in MESSAGE_COLUMNS:
-        if key in table.column_names:
+        if key in names:
             values = [[_parquet_message(m) for m in r[key]] if isinstance(r.get(key), list) else None for r in rows]
-            table = table.set_column(table.column_names.index(key), key, pa.array(values, type=mtype))
-    return table
+            columns[key] = pa.array(values, type=storage).cast(mtype)
+    if "tools" in names:
+        columns["tools"] = _json_list(pa, [r.get("tools") for r in rows])
+    if not columns:
+        return table
+    return pa.table({name: columns[name] if name in columns else table.column(name) for name in names})
+
+
+def _storage_type(pa, dtype):
+    """``dtype`` with each JSON type replaced by plain strings (what a JSON value is written from)."""
+    if isinstance(dtype, pa.JsonType):
+        return pa.string()
+    if pa.types.is_list(dtype):
+        return pa.list_(_storage_type(pa, dtype.value_type))
+    if pa.types.is_struct(dtype):
+        return pa.struct([(f.name, _storage_type(pa, f.type)) for f in dtype])
+    return dtype
 
 
 def write_records(records: Iterable[dict[str, Any]], path: Path | str, fmt: str | None = None) -> int:
     """Write the rows (atomically: a temporary file renamed into place); returns how many."""
     path = Path(path)
     fmt = format_for(path, fmt)
-    rows = list(records)
+    rows = [template_row(r) for r in records]
     if fmt == "parquet":
         pa = require_pyarrow()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,5 +176,25 @@ def read_records(path: Path | str) -> list[dict[str, Any]]:
         require_pyarrow()
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
+        return [{f.name: _decoded(pa_module(), row[f.name], f.type) for f in table.schema} for row in table.to_pylist()]
     return [json.loads(line) for line in text_lines(path) if line.strip()]
+
+
+def pa_module():
+    import pyarrow
+
+    return pyarrow
+
+
+def _decoded(pa, value: Any, dtype) -> Any:
+    """A Parquet value as written: the text of each JSON-typed value parsed back into its object."""
+    if value is None:
+        return None
+    if isinstance(dtype, pa.JsonType):
+        return json.loads(value)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return [_decoded(pa, v, dtype.value_type) for v in value]
+    if pa.types.is_struct(dtype):
+        return {f.name: _decoded(pa, value.get(f.name), f.type) for f in dtype}
+    return value
