@@ -115,3 +115,30 @@ def test_rollout_rows_train_every_turn_on_the_history_it_saw(tmp_path, capsys):
     assert "history window 1" in capsys.readouterr().err
     assert awm(["train", "export", str(full), "--rows", "rollout", "--out", str(tmp_path / "x.parquet")]) == 2
     assert "--window none" in capsys.readouterr().err
+
+
+def test_what_json_cannot_hold_as_it_is_exports_and_reads_back(tmp_path):
+    """A model's malformed or unusual arguments and a hostile environment's odd schema values: the export neither
+    fails nor changes what was written. Arguments become an object only when their text reads back the same (no
+    key twice, no NaN, no integer past 64 bits); a schema value strict JSON cannot hold is kept as its text; a lone
+    surrogate (a ``\\ud800`` escape in a tool's answer) is escaped in JSONL and U+FFFD in Parquet (UTF-8 only)."""
+    from awm_engine.train.export import read_records, write_records
+
+    def row(arguments, tool):
+        call = {"id": "1", "type": "function", "function": {"name": "x", "arguments": arguments}}
+        return {"messages": [{"role": "tool", "content": "answer \ud800"},
+                             {"role": "assistant", "content": "", "tool_calls": [call]}], "tools": [tool]}
+    cases = [('{"a": NaN}', {"a": float("nan")}), ('{"a": 1e999}', {"b": 10 ** 30}),
+             ('{"a": 123456789012345678901234567890}', {"c": 1}), ('{"a": 1, "a": 2}', {}), ("[1, 2]", {"d": [1]}),
+             ('{"a": "unclosed', {"e": "\ud800"}), (None, {}), ('{"ok": [1, {"k": null}], "f": 1.5}', {"g": None})]
+    rows = [row(*case) for case in cases]
+    write_records(rows, tmp_path / "odd.jsonl")
+    write_records(rows, tmp_path / "odd.parquet")
+    expected_arguments = [text for text, _ in cases[:7]] + [{"ok": [1, {"k": None}], "f": 1.5}]
+    jsonl, parquet = read_records(tmp_path / "odd.jsonl"), read_records(tmp_path / "odd.parquet")
+    for got in (jsonl, parquet):
+        assert [r["messages"][1]["tool_calls"][0]["function"]["arguments"] for r in got] == expected_arguments
+    assert [r["messages"][0]["content"] for r in jsonl] == ["answer \ud800"] * len(cases)
+    assert [r["messages"][0]["content"] for r in parquet] == ["answer \ufffd"] * len(cases)
+    assert [r["tools"] for r in parquet][2:] == [[{"c": 1}], [{}], [{"d": [1]}], [{"e": "\ufffd"}], [{}], [{"g": None}]]
+    assert [r["tools"] for r in parquet][:2] == [['{"a": NaN}'], ['{"b": 1000000000000000000000000000000}']]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -41,17 +42,50 @@ def require_pyarrow():
     return pyarrow
 
 
+INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # the integers every JSON reader of these files holds (datasets: ujson)
+
+
+class _NotPlain(ValueError):
+    """JSON text whose value does not survive being written again as it was read."""
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` writes back as the same strict JSON: finite numbers, integers within ``INT_RANGE``."""
+    if isinstance(value, dict):
+        return all(_plain(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return True
+    if isinstance(value, int):
+        return INT_RANGE[0] <= value <= INT_RANGE[1]
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    return False
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise _NotPlain("a key twice")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotPlain(name)
+
+
 def _arguments(args: Any) -> Any:
     """A call's arguments as chat templates read them: the object the model wrote (``{"title": "x"}``, as
-    transformers' tool-use format has it), parsed from the JSON text the endpoint returned; text that is not a
-    JSON object (a malformed call) stays the text it was."""
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            return args
-        return parsed if isinstance(parsed, dict) else args
-    return args
+    transformers' tool-use format has it), parsed from the JSON text the endpoint returned. Text that is not a
+    JSON object, or not one that reads back the same (a key twice, NaN, an integer past 64 bits), stays the text
+    it was: nothing the model wrote is changed or lost."""
+    if not isinstance(args, str):
+        return args
+    try:
+        parsed = json.loads(args, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return args
+    return parsed if isinstance(parsed, dict) and _plain(parsed) else args
 
 
 def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +129,16 @@ def message_type(pa):
 
 
 def _json_text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    """The strict JSON text of a value of a JSON-typed field. One that strict JSON cannot hold as it is (NaN, an
+    integer past 64 bits: a hostile environment's schema may have them) is kept as a JSON string of its text."""
+    if value is None:
+        return None
+    if _plain(value):
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (ValueError, TypeError, RecursionError):
+            pass
+    return json.dumps(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _parquet_message(m: dict[str, Any]) -> dict[str, Any]:
@@ -158,15 +201,38 @@ def write_records(records: Iterable[dict[str, Any]], path: Path | str, fmt: str 
         if fmt == "jsonl":
             with open(tmp, "w", encoding="utf-8") as fh:
                 for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    line = json.dumps(row, ensure_ascii=False, default=str)
+                    try:
+                        line.encode("utf-8")
+                    except UnicodeEncodeError:  # a lone surrogate (a "\ud800" escape in a tool's answer): escaped
+                        line = json.dumps(row, ensure_ascii=True, default=str)  # as it came, and read back the same
+                    fh.write(line + "\n")
         else:
             import pyarrow.parquet as pq
 
-            pq.write_table(_parquet_table(pa, rows), tmp)
+            try:
+                table = _parquet_table(pa, rows)
+            except UnicodeEncodeError:  # Parquet strings are UTF-8, which cannot hold a lone surrogate
+                table = _parquet_table(pa, [_without_surrogates(r) for r in rows])
+            pq.write_table(table, tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
     return len(rows)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate (text no UTF-8 file can hold) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
 
 
 def read_records(path: Path | str) -> list[dict[str, Any]]:
