@@ -203,21 +203,47 @@ def untrusted_root(path: Path | str) -> Path | None:
     return None
 
 
-def copy_out(src: Path, dest: Path) -> None:
-    """Copy the regular file ``src`` to ``dest`` (a path the parent trusts). Below a sandbox-writable directory every
-    component is walked without following symlinks; elsewhere the file itself must still be a regular file with one
-    link, opened without following a symlink."""
+def _open_source(src: Path) -> int:
+    """``src`` opened for reading: below a sandbox-writable directory every component is walked without following
+    symlinks; elsewhere the file itself must still be a regular file with one link, opened without following a
+    symlink."""
     root = untrusted_root(src)
     if root is not None and root != Path(os.path.abspath(str(src))):
         dfd = open_dir(root, Path(os.path.abspath(str(src))).parent.relative_to(root))
     else:
         dfd = os.open(str(Path(src).parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fd = open_regular(dfd, Path(src).name, f"{Path(src).parent}/")
+        return open_regular(dfd, Path(src).name, f"{Path(src).parent}/")
     finally:
         os.close(dfd)
+
+
+def copy_out(src: Path, dest: Path) -> None:
+    """Copy the regular file ``src`` (see ``_open_source``) to ``dest`` (a path the parent trusts)."""
+    fd = _open_source(src)
     try:
         _copy_fd(fd, dest)
+    finally:
+        os.close(fd)
+
+
+def copy_into(src: Path, dir_fd: int, name: str, mode: int = 0o444) -> None:
+    """Copy the regular file ``src`` (see ``_open_source``) to a new file ``name`` (O_EXCL, no symlink followed) in
+    the directory ``dir_fd``, owned by awm, with ``mode``."""
+    fd = _open_source(src)
+    try:
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            while True:
+                block = os.read(fd, CHUNK)
+                if not block:
+                    break
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(out, view):]
+            os.fchmod(out, mode)
+        finally:
+            os.close(out)
     finally:
         os.close(fd)
 

@@ -33,6 +33,7 @@ from awm_engine.sandbox.launcher import (
     remove_dir,
     sandbox_ids,
 )
+from awm_engine.verify import shared_host
 from awm_engine.verify.judge import DEFAULT_PROFILE, check_profile, run_judge
 from awm_engine.verify.rewards import RewardConfig
 
@@ -106,6 +107,7 @@ class VerifierOutcome:
     error: str | None = None
     function: str | None = None
     seconds: float = 0.0
+    runner: str | None = None  # host (a fresh process of its scenario's verifier host) | sandbox (one of its own)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,15 +115,19 @@ class VerifierOutcome:
 
 def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Path | str, final_answer: str = "",
                  timeout: float = DEFAULT_TIMEOUT, memory_mb: int = DEFAULT_MEMORY_MB,
-                 mode: str | None = None) -> VerifierOutcome:
+                 mode: str | None = None, scenario: str | None = None) -> VerifierOutcome:
+    """Run one verifier on copies of the two databases. With ``scenario``, in a fresh process of that scenario's
+    verifier host where hosts are usable (``shared_host``), else in a sandbox of its own."""
     mode = mode or (verifier.mode if verifier else "code")
     started = time.perf_counter()
+    runner = "sandbox"
 
     def fail(kind: str, error: str, function: str | None = None) -> VerifierOutcome:
         result = {"execution_status": "error", "error_message": error}
         if mode == "code":
             result["result"] = "others"
-        return VerifierOutcome(mode, "judge_error", result, kind, error, function, time.perf_counter() - started)
+        return VerifierOutcome(mode, "judge_error", result, kind, error, function, time.perf_counter() - started,
+                               runner)
 
     if verifier is None or not verifier.has_code:
         return fail("no_code", "No valid verifier code found")
@@ -129,46 +135,31 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         if not Path(path).is_file():
             return fail("db_missing", f"database not found: {path}")
     function = verifier.function_name
-    work = private_dir("awm_verify_")
-    # its quota, as a worker's (a tmpfs where the host can mount one; else the sandbox's file-size limit only)
-    quota = limits.mount_quota(work, limits.DISK_MB, *sandbox_ids())
-    try:
+    request = {"code": verifier.code, "function": function, "mode": mode, "final_answer": final_answer or "",
+               "memory_mb": memory_mb, "cpu_seconds": max(1, int(timeout) + 1)}
+    data = None
+    if scenario is not None and not shared_host.needs_own_sandbox(verifier.code) and shared_host.usable()[0]:
         try:
-            for src, name in ((initial_db, "initial.db"), (final_db, "final.db")):
-                safe_fs.copy_out(Path(src), work / name)  # refuses a symlink, hard link or special file
-                (work / name).chmod(0o444)
-        except safe_fs.UnsafeEntry as exc:
-            return fail("db_missing", f"database refused: {exc}", function)
-        except OSError as exc:  # e.g. larger than the quota
-            return fail("db_missing", f"database could not be copied for the verifier: {exc}", function)
-        request = work / "request.json"
-        request.write_text(json.dumps({"code": verifier.code, "function": function, "mode": mode,
-                                       "initial_db": str(work / "initial.db"), "final_db": str(work / "final.db"),
-                                       "final_answer": final_answer or "", "memory_mb": memory_mb,
-                                       "cpu_seconds": max(1, int(timeout) + 1)}))
-        request.chmod(0o444)
-        status, code, tail = _spawn(work, timeout, memory_mb + 512 if memory_mb else None, max(1, int(timeout) + 1))
-        if status == "timeout":
-            return fail("timeout", f"verifier timed out after {timeout:.0f}s", function)
-        try:
-            raw = safe_fs.read_file(work, "result.json", RESULT_LIMIT + 1)
-        except FileNotFoundError:
-            kind = "memory" if "MemoryError" in tail else "crashed"
-            return fail(kind, f"verifier process exited with {code}: {tail}", function)
-        except OSError as exc:
-            return fail("bad_return", f"the verifier's result could not be read: {exc}", function)
-        if len(raw) > RESULT_LIMIT:
-            return fail("bad_return", f"the verifier's result is over {RESULT_LIMIT} bytes", function)
-        try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError) as exc:  # the verifier may write this file itself: anything at all
-            return fail("bad_return", f"the verifier's result is not JSON: {type(exc).__name__}", function)
-        if not isinstance(data, dict) or data.get("status") not in ("ok", "error"):
-            return fail("bad_return", "the verifier's result has no status", function)
-    finally:
-        if quota:
-            limits.unmount_quota(work)
-        remove_dir(work)
+            answer = shared_host.host_for(scenario, memory_mb).run(request, Path(initial_db), Path(final_db), timeout)
+        except (shared_host.HostGone, OSError):
+            answer = None  # the host ended under it (or could not start): it runs again, in a sandbox of its own
+        if answer is not None:
+            runner = "host"
+            if answer.get("status") == "host":
+                kind = answer.get("kind")
+                if kind == "timeout":
+                    return fail("timeout", f"verifier timed out after {timeout:.0f}s", function)
+                if kind == "db_missing":
+                    return fail("db_missing", str(answer.get("error")), function)
+                return fail("crashed", f"verifier process ended without an answer: {answer.get('error')}", function)
+            data = answer.get("result")
+    if data is None and runner == "sandbox":
+        outcome = _run_in_own_sandbox(request, initial_db, final_db, timeout, memory_mb)
+        if isinstance(outcome, tuple):
+            return fail(*outcome, function)
+        data = outcome
+    if not isinstance(data, dict) or data.get("status") not in ("ok", "error"):
+        return fail("bad_return", "the verifier's result has no status", function)
     if data["status"] != "ok":
         kind, error = data.get("error_kind"), data.get("error")
         return fail(kind if isinstance(kind, str) and kind.isidentifier() else "exception",
@@ -182,11 +173,52 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
             return fail("bad_return", f"verifier returned {type(value).__name__} without a 'result' key", function)
         label = value["result"] if value["result"] in ("complete", "others") else "others"
         return VerifierOutcome(mode, label, {"result": label, "execution_status": "success", "raw_result": value},
-                               None, None, function, elapsed)
+                               None, None, function, elapsed, runner)
     if isinstance(value, dict) and value.get("execution_status") == "error":
         return VerifierOutcome(mode, "judge_error", value, "exception", str(value.get("error_message")), function,
-                               elapsed)
-    return VerifierOutcome(mode, "incomplete", value, None, None, function, elapsed)
+                               elapsed, runner)
+    return VerifierOutcome(mode, "incomplete", value, None, None, function, elapsed, runner)
+
+
+def _run_in_own_sandbox(request: dict[str, Any], initial_db: Path | str, final_db: Path | str, timeout: float,
+                        memory_mb: int) -> Any:
+    """The verifier's result (what it gave, unchecked) from a sandbox of its own, or (error kind, error)."""
+    work = private_dir("awm_verify_")
+    # its quota, as a worker's (a tmpfs where the host can mount one; else the sandbox's file-size limit only)
+    quota = limits.mount_quota(work, limits.DISK_MB, *sandbox_ids())
+    try:
+        try:
+            for src, name in ((initial_db, "initial.db"), (final_db, "final.db")):
+                safe_fs.copy_out(Path(src), work / name)  # refuses a symlink, hard link or special file
+                (work / name).chmod(0o444)
+        except safe_fs.UnsafeEntry as exc:
+            return "db_missing", f"database refused: {exc}"
+        except OSError as exc:  # e.g. larger than the quota
+            return "db_missing", f"database could not be copied for the verifier: {exc}"
+        file = work / "request.json"
+        file.write_text(json.dumps({**request, "initial_db": str(work / "initial.db"),
+                                    "final_db": str(work / "final.db")}))
+        file.chmod(0o444)
+        status, code, tail = _spawn(work, timeout, memory_mb + 512 if memory_mb else None, max(1, int(timeout) + 1))
+        if status == "timeout":
+            return "timeout", f"verifier timed out after {timeout:.0f}s"
+        try:
+            raw = safe_fs.read_file(work, "result.json", RESULT_LIMIT + 1)
+        except FileNotFoundError:
+            kind = "memory" if "MemoryError" in tail else "crashed"
+            return kind, f"verifier process exited with {code}: {tail}"
+        except OSError as exc:
+            return "bad_return", f"the verifier's result could not be read: {exc}"
+        if len(raw) > RESULT_LIMIT:
+            return "bad_return", f"the verifier's result is over {RESULT_LIMIT} bytes"
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError) as exc:  # the verifier may write this file itself: anything at all
+            return "bad_return", f"the verifier's result is not JSON: {type(exc).__name__}"
+    finally:
+        if quota:
+            limits.unmount_quota(work)
+        remove_dir(work)
 
 
 @dataclass
@@ -282,10 +314,10 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
         if mode == "sql":
             if judge is None and sql_verifier is not None:
                 report.sql = await _in_verifier_thread(run_verifier, sql_verifier, initial, final, answer, timeout,
-                                                     memory_mb, "sql")
+                                                     memory_mb, "sql", scenario.key)
             report.note = NO_JUDGE if judge is None else NO_SQL_VERIFIER
         report.code = await _in_verifier_thread(run_verifier, scenario.verifier(task_id, "code"), initial, final,
-                                              answer, timeout, memory_mb, "code")
+                                              answer, timeout, memory_mb, "code", scenario.key)
         report.label = report.code.label
         if report.code.error_kind == "no_code":
             has_sql = bool(scenario.verifier_has_code["sql"].get(task_id))
@@ -294,7 +326,7 @@ async def verify_run(run_dir: Path | str, mode: str = "sql", catalog: Catalog | 
                               if has_sql and judge is None else ""))
     else:
         report.sql = await _in_verifier_thread(run_verifier, sql_verifier, initial, final, answer, timeout, memory_mb,
-                                             "sql")
+                                             "sql", scenario.key)
         if report.sql.label == "judge_error":
             report.label = "judge_error"
         else:

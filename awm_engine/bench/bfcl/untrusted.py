@@ -1,5 +1,6 @@
 """Where a model's code runs, when its answer is code (``host.py``): a process of its own that can compute
-nothing but data, and cannot see the answer key.
+nothing but data, and cannot see the answer key. The processes are ``sandbox/forkrunner``'s — the fork runner the
+verifiers run on too; what is BFCL's own is what a child may read and what it serves.
 
 ``start()`` forks the **runner** from the sandboxed host right after the wheel's modules are imported — before
 any entry's data, prompt or possible answer is loaded, and before any request is served — so neither the runner
@@ -27,165 +28,49 @@ import builtins
 import json
 import os
 import resource
-import select
-import signal
 import socket
 import sys
 import sysconfig
-import time
 from typing import Any
 
 from awm_engine.bench.bfcl import state_codec
-from awm_engine.sandbox import landlock
+from awm_engine.sandbox import forkrunner, landlock
+from awm_engine.sandbox.forkrunner import CONTROL, MAX_ANSWER  # noqa: F401 - the host keeps CONTROL's descriptor
 
-MAX_ANSWER = 64 << 20  # the longest answer a child may give
 UTILS = "bfcl_eval.model_handler.utils"  # the decoder's module (its eval)
 EXECUTOR = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
 
-CONTROL: list[socket.socket] = []  # the host's (and so each worker's) end of the runner's control socket
-
-
-class RunnerError(BaseException):
-    """The runner or the child gave no usable answer (gone, too slow, too long, not data): the request's error
-    (a ``BaseException``: the wheel's ``except Exception`` must not turn it into a verdict)."""
+RunnerError = forkrunner.ChannelError  # the runner or the child gave no usable answer: the request's error
+_kill = forkrunner.kill
 
 
 def start() -> int:
     """Fork the runner (in the host, before anything but the wheel's modules is loaded); returns its pid."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        ours.close()
-        _runner(theirs)
-    theirs.close()
-    CONTROL[:] = [ours]
-    return pid
-
-
-def _kill(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except OSError:
-            pass
+    return forkrunner.start(_child_main, _readable)
 
 
 def _readable() -> list[str]:
     """What a child may read (modules the wheel's code imports lazily, such as ``_strptime``): Python's library
-    and the installed packages, except bfcl-eval's ``data`` folder (its questions and possible answers). A
-    folder that holds ``data`` somewhere below is granted entry by entry, around it."""
-    hidden = os.path.realpath(os.path.join(os.path.dirname(sys.modules["bfcl_eval"].__file__), "data"))
-    readable: set[str] = set()
-
-    def grant(path: str) -> None:
-        real = os.path.realpath(path)
-        if real == hidden:
-            return
-        if not (hidden + os.sep).startswith(real.rstrip(os.sep) + os.sep):
-            readable.add(path)
-            return
-        try:
-            names = os.listdir(path)
-        except OSError:
-            return
-        for name in names:
-            grant(os.path.join(path, name))
-
+    and the installed packages, except bfcl-eval's ``data`` folder (its questions and possible answers)."""
+    hidden = os.path.join(os.path.dirname(sys.modules["bfcl_eval"].__file__), "data")
     paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if key in paths:
-            grant(paths[key])
-    return sorted(readable)
+    return forkrunner.readable_around([paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                                       if k in paths], [hidden])
 
 
-def _runner(control: socket.socket) -> None:
-    """The runner: forks a child for every socket a worker sends, kills it when the worker closes its end."""
-    children: dict[int, tuple[int, int, int]] = {}  # socket fd or pidfd -> (pid, socket fd, pidfd)
+def _child_main(channel: socket.socket, readable: list[str]) -> None:
+    """One request's process: no file writable, only ``readable`` readable, the real eval."""
     try:
-        readable = _readable()
-        os.setsid()
-        keep = control.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 1 << 16)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        poller = select.poll()
-        poller.register(keep, select.POLLIN)
-        while True:
-            for fd, _ in poller.poll():
-                if fd == keep:
-                    try:
-                        message, fds, _, _ = socket.recv_fds(control, 16, 4)
-                    except OSError:
-                        continue
-                    if not message and not fds:
-                        return  # every worker and the host are gone
-                    for extra in fds[1:]:
-                        os.close(extra)
-                    if fds:
-                        try:
-                            pid = os.fork()
-                        except OSError:  # e.g. the sandbox's process limit: this request fails, the runner serves on
-                            os.close(fds[0])
-                            continue
-                        if pid == 0:
-                            _child(fds[0], readable)
-                        try:
-                            os.setpgid(pid, pid)  # also done by the child: whichever runs first
-                        except OSError:
-                            pass
-                        pidfd = os.pidfd_open(pid)
-                        children[fds[0]] = children[pidfd] = (pid, fds[0], pidfd)
-                        poller.register(fds[0], 0)  # only its hang-up: the worker is done with it
-                        poller.register(pidfd, select.POLLIN)
-                    continue
-                pid, sock, pidfd = children[fd]
-                if fd == sock:  # the worker closed its end
-                    poller.unregister(sock)
-                    _kill(pid)
-                    continue
-                os.waitpid(pid, 0)  # the child has exited
-                for gone in (sock, pidfd):
-                    children.pop(gone, None)
-                    try:
-                        poller.unregister(gone)
-                    except KeyError:
-                        pass
-                    os.close(gone)
-    finally:
-        for pid, _, _ in set(children.values()):
-            _kill(pid)
-        os._exit(0)
-
-
-def _child(sock: int, readable: list[str]) -> None:
-    """One request's process: only its socket (as fd 3), no file writable, only ``readable`` readable, the real
-    eval."""
-    code = 1
-    try:
-        os.setpgid(0, 0)
-        if sock != 3:
-            os.dup2(sock, 3)
-        os.closerange(0, 3)
-        os.closerange(4, 1 << 16)
-        for _ in range(3):
-            os.open(os.devnull, os.O_RDWR)
-        try:
-            landlock.restrict([], deny_tcp=True, scope=True, readable=readable)
-        except OSError:
-            pass  # no Landlock on this kernel (the sandbox reports it)
-        # no new process or thread (the wheel's code starts none): nothing of the model's code can outlive the
-        # request (a grandchild in a session of its own would escape the kill) or fill the sandbox's process limit
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-        with socket.socket(fileno=3) as channel, channel.makefile("rwb") as stream:
-            for line in stream:
-                stream.write(json.dumps(_serve(line)).encode() + b"\n")
-                stream.flush()
-        code = 0
-    finally:
-        os._exit(code)
+        landlock.restrict([], deny_tcp=True, scope=True, readable=readable)
+    except OSError:
+        pass  # no Landlock on this kernel (the sandbox reports it)
+    # no new process or thread (the wheel's code starts none): nothing of the model's code can outlive the
+    # request (a grandchild in a session of its own would escape the kill) or fill the sandbox's process limit
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    with channel.makefile("rwb") as stream:
+        for line in stream:
+            stream.write(json.dumps(_serve(line)).encode() + b"\n")
+            stream.flush()
 
 
 def _serve(line: bytes) -> dict[str, Any]:
@@ -217,62 +102,14 @@ def _raised(name: Any, message: Any) -> Exception:
     return exc
 
 
-class Runner:
+class Runner(forkrunner.Channel):
     """A worker's handle on one child (one request): ``eval`` and ``execute`` as bfcl-eval calls them."""
 
     def __init__(self, deadline: float) -> None:
-        if not CONTROL:
-            raise RunnerError("no runner was started")
-        self.deadline = deadline
-        self.buffer = b""
-        ours, theirs = socket.socketpair()
-        try:
-            socket.send_fds(CONTROL[0], [b"run"], [theirs.fileno()])
-        except OSError as exc:
-            ours.close()
-            raise RunnerError(f"the runner is gone ({exc})") from None
-        finally:
-            theirs.close()
-        self.sock = ours
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _left(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise RunnerError("timeout (the model's code)")
-        return left
+        super().__init__(deadline, "the model's code", "the model's process")
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        try:
-            self.sock.settimeout(self._left())
-            self.sock.sendall(json.dumps(message).encode() + b"\n")
-            while b"\n" not in self.buffer:
-                self.sock.settimeout(self._left())
-                chunk = self.sock.recv(1 << 20)
-                if not chunk:
-                    raise RunnerError("the model's code ended its process")
-                self.buffer += chunk
-                if len(self.buffer) > MAX_ANSWER:
-                    raise RunnerError(f"the answer is longer than {MAX_ANSWER} bytes")
-        except (TimeoutError, socket.timeout):
-            raise RunnerError("timeout (the model's code)") from None
-        except OSError as exc:
-            raise RunnerError(f"the model's process is gone ({exc})") from None
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        try:
-            answer = json.loads(line)
-        except (ValueError, RecursionError):
-            answer = None
-        if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
-            raise RunnerError("the answer is not one JSON object")
+        answer = self.ask(message)
         if not answer["ok"]:
             raise _raised(answer.get("type"), answer.get("message"))
         return answer
