@@ -93,6 +93,38 @@ def load() -> None:
     _build(export=False)
 
 
+# kernel objects that outlive the process that made them, shared by every process of one IPC namespace (SysV
+# segments, queues and semaphores; POSIX message queues), and watches on paths a process may not read (inotify
+# needs no Landlock right): what a process that shares its sandbox with others (a verifier host's child) must not
+# have
+SHARED_OBJECTS = ("shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+                  "semtimedop", "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+                  "mq_getsetattr", "inotify_init", "inotify_init1", "inotify_add_watch")
+
+
+def deny(names: tuple[str, ...]) -> None:
+    """Load, on top of the filter this process has, one that fails ``names`` with EPERM (inherited, irreversible)."""
+    lib = _lib()
+    if lib is None:
+        raise OSError("libseccomp is not available")
+    ctx = lib.seccomp_init(ACT_ALLOW)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+    try:
+        for name in names:
+            nr = lib.seccomp_syscall_resolve_name(name.encode())
+            if nr < 0:
+                continue  # not a call of this architecture
+            rc = lib.seccomp_rule_add_array(ctx, ACT_ERRNO | errno.EPERM, nr, 0, (ArgCmp * 1)())
+            if rc < 0:
+                raise OSError(-rc, f"seccomp_rule_add({name}) failed")
+        rc = lib.seccomp_load(ctx)
+        if rc < 0:
+            raise OSError(-rc, "seccomp_load failed")
+    finally:
+        lib.seccomp_release(ctx)
+
+
 def _build(export: bool) -> int:
     lib = _lib()
     if lib is None:

@@ -141,7 +141,7 @@ def serve_job(channel, readable: list[str]) -> None:
     process or thread, then run the verifier and answer on its own socket, the only one it holds."""
     import resource
 
-    from awm_engine.sandbox import landlock
+    from awm_engine.sandbox import landlock, seccomp
 
     with channel.makefile("rwb") as stream:
         line = stream.readline(MAX_REQUEST + 1)
@@ -154,6 +154,10 @@ def serve_job(channel, readable: list[str]) -> None:
                     fh.write("1000")
             except OSError:
                 pass
+            # what Landlock does not cover: SysV/POSIX IPC objects outlive the child and are shared by the host's
+            # IPC namespace (one verifier's data, or memory no limit of its own counts, would be there for the
+            # next), and inotify would name other jobs' directories and report their databases' use
+            seccomp.deny(seccomp.SHARED_OBJECTS)
             landlock.restrict([], deny_tcp=True, scope=True, readable=readable + [job])
             resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         except BaseException as exc:  # noqa: BLE001 - nothing of the verifier ran: the host says why
