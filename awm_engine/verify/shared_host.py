@@ -136,9 +136,10 @@ class VerifierHost:
                     safe_fs.copy_into(Path(src), job_fd, name, mode=0o444)
             except safe_fs.UnsafeEntry as exc:
                 return {"status": "host", "kind": "db_missing", "error": f"database refused: {exc}"}
-            except OSError as exc:  # e.g. larger than the quota
-                return {"status": "host", "kind": "db_missing",
-                        "error": f"database could not be copied for the verifier: {exc}"}
+            except OSError as exc:
+                # e.g. the host's quota, which every job waiting for a turn shares, is full: not this verification's
+                # fault — it goes to a sandbox of its own (and a quota of its own), whose verdict is the old one
+                raise HostGone(f"the databases could not be copied into the host: {exc}") from None
             finally:
                 os.close(job_fd)
             directory = str(self.work / job)
