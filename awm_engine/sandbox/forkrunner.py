@@ -11,7 +11,7 @@ on its socket, one JSON line per request. When the host closes its end, the runn
 and reaps it; a child never serves two requests' owners. So whatever a piece of code does, it can answer only on
 its own socket: no other request's answer (no other verdict) is within its reach.
 
-``Channel.ask`` bounds each answer by a deadline and by ``MAX_ANSWER`` bytes and accepts only one JSON object with
+``Channel.ask`` bounds each answer by a deadline and by ``MAX_ANSWER`` bytes (or the channel's lower ``limit``) and accepts only one JSON object with
 a boolean ``ok`` (else ``ChannelError``, a ``BaseException`` so that no ``except Exception`` of checker code turns it
 into a verdict).
 """
@@ -163,10 +163,11 @@ class Channel:
     """The host's handle on one child: ``ask`` sends one JSON request line and returns the answer line's object.
     ``who`` names the code in error texts (``timeout (<who>)``), ``process`` its process."""
 
-    def __init__(self, deadline: float, who: str = "the untrusted code", process: str | None = None) -> None:
+    def __init__(self, deadline: float, who: str = "the untrusted code", process: str | None = None,
+                 limit: int = MAX_ANSWER) -> None:
         if not CONTROL:
             raise ChannelError("no runner was started")
-        self.deadline, self.who = deadline, who
+        self.deadline, self.who, self.limit = deadline, who, limit
         self.process = process or f"the process of {who}"
         self.buffer = b""
         ours, theirs = socket.socketpair()
@@ -205,8 +206,8 @@ class Channel:
                 if not chunk:
                     raise ChannelError(f"{self.who} ended its process")
                 self.buffer += chunk
-                if len(self.buffer) > MAX_ANSWER:
-                    raise ChannelError(f"the answer is longer than {MAX_ANSWER} bytes")
+                if len(self.buffer) > self.limit:
+                    raise ChannelError(f"the answer is longer than {self.limit} bytes")
         except (TimeoutError, socket.timeout):
             raise ChannelError(f"timeout ({self.who})") from None
         except OSError as exc:

@@ -26,7 +26,10 @@ def _read_only_connect(paths: set[str], memory_temp: bool = False):
         plain = target[5:].split("?", 1)[0] if target.startswith("file:") else target
         if os.path.realpath(plain) in paths:
             kwargs["uri"] = True
-            conn = real_connect(f"file:{plain}?mode=ro", *args, **kwargs)
+            # in a verifier host the job directory is not writable: a database in WAL mode could not make its
+            # shared-memory file, so it is read as the immutable file it is there (what a sandbox of its own reads:
+            # only the database file is copied, never a WAL)
+            conn = real_connect(f"file:{plain}?mode=ro" + ("&immutable=1" if memory_temp else ""), *args, **kwargs)
         else:
             conn = real_connect(database, *args, **kwargs)
         if memory_temp:

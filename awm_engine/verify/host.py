@@ -33,19 +33,29 @@ from awm_engine.verify import child
 
 PARALLEL = int(os.environ.get("AWM_VERIFIER_PARALLEL") or 4)
 MAX_LINE = child.MAX_REQUEST + 4096
+RESULT_LIMIT = 16 * 1024 * 1024  # verification.RESULT_LIMIT: a longer result is the verifier's bad_return, as in a
+#                                 sandbox of its own (whose result file is read up to that size)
 MAX_ANSWER_LINE = 48 << 20  # an answer line the parent reads whole (its limit is higher): a longer one is an error
 PR_SET_DUMPABLE = 4
 
 
 def _answer(request: dict, timeout: float) -> dict:
+    too_long = {"status": "host", "kind": "too_long", "error": f"the verifier's result is over {RESULT_LIMIT} bytes"}
     try:
-        with forkrunner.Channel(time.monotonic() + timeout, "the verifier", "the verifier's process") as channel:
+        # an answer is read (and parsed, here) only up to what a result may be: four children's answers at once
+        # must not fill the host's memory, where the cgroup's OOM killer would end a sibling verifier first
+        with forkrunner.Channel(time.monotonic() + timeout, "the verifier", "the verifier's process",
+                                limit=RESULT_LIMIT + 4096) as channel:
             answer = channel.ask(request)
     except forkrunner.ChannelError as exc:
         text = str(exc)
+        if text.startswith("the answer is longer"):
+            return too_long
         return {"status": "host", "kind": "timeout" if text.startswith("timeout") else "crashed", "error": text}
     if not answer["ok"]:
         return {"status": "host", "kind": "crashed", "error": str(answer.get("error"))[:2000]}
+    if len(json.dumps(answer.get("result"), default=str)) > RESULT_LIMIT:  # the size of a result file
+        return too_long
     return {"status": "answer", "result": answer.get("result")}
 
 

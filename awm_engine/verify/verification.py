@@ -144,15 +144,19 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         except (shared_host.HostGone, OSError):
             answer = None  # the host ended under it (or could not start): it runs again, in a sandbox of its own
         if answer is not None:
-            runner = "host"
-            if answer.get("status") == "host":
-                kind = answer.get("kind")
+            kind = answer.get("kind") if answer.get("status") == "host" else None
+            if kind in ("timeout", "db_missing", "too_long"):
+                runner = "host"
                 if kind == "timeout":
                     return fail("timeout", f"verifier timed out after {timeout:.0f}s", function)
-                if kind == "db_missing":
-                    return fail("db_missing", str(answer.get("error")), function)
-                return fail("crashed", f"verifier process ended without an answer: {answer.get('error')}", function)
-            data = answer.get("result")
+                if kind == "too_long":
+                    return fail("bad_return", str(answer.get("error")), function)
+                return fail("db_missing", str(answer.get("error")), function)
+            data = answer.get("result") if answer.get("status") != "host" else None
+            if _confirm_in_own_sandbox(data):
+                data = None  # the verdict is the one of a sandbox of its own
+            else:
+                runner = "host"
     if data is None and runner == "sandbox":
         outcome = _run_in_own_sandbox(request, initial_db, final_db, timeout, memory_mb)
         if isinstance(outcome, tuple):
@@ -178,6 +182,21 @@ def run_verifier(verifier: Verifier | None, initial_db: Path | str, final_db: Pa
         return VerifierOutcome(mode, "judge_error", value, "exception", str(value.get("error_message")), function,
                                elapsed, runner)
     return VerifierOutcome(mode, "incomplete", value, None, None, function, elapsed, runner)
+
+
+CONFIRMED_ERRORS = ("exception", "memory")
+
+
+def _confirm_in_own_sandbox(data: Any) -> bool:
+    """Whether a host's answer is an error a sandbox of its own may not give: the child ended without an answer
+    (``crashed``: a library that aborts without threads, memory pressure from a sibling) or the verifier raised
+    (it wrote a file, a WAL database could not be opened read-only, a thread it started) or hit its memory limit
+    (the host's child starts with more mapped). Those verifications run again in a sandbox of their own, so a
+    verdict is never an error only because it ran in a host; what the verifier itself decides (a result, a syntax
+    error, no function, a timeout) stands."""
+    if not isinstance(data, dict):
+        return True
+    return data.get("status") == "error" and data.get("error_kind") in CONFIRMED_ERRORS
 
 
 def _run_in_own_sandbox(request: dict[str, Any], initial_db: Path | str, final_db: Path | str, timeout: float,
