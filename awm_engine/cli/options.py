@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+from typing import TYPE_CHECKING
 
-from awm_engine.agent.endpoints import (
-    REFERENCE_CLIENT,
-    ConfigError,
-    Endpoint,
-    judge_endpoint,
-    read_system_prompt,
-    resolve_endpoint,
-)
-from awm_engine.agent.rollout import PROTOCOL_DEFAULT, PROTOCOLS, AgentConfig
 from awm_engine.cli.common import CliError
-from awm_engine.eval.batch import EXECUTORS
 from awm_engine.runtime.caps import result_cap, trajectory_cap
+
+if TYPE_CHECKING:
+    from awm_engine.agent.endpoints import Endpoint
+    from awm_engine.agent.rollout import AgentConfig
+
+# the agent, endpoint and executor modules are imported where a verb uses them: ``awm env serve`` (whose cold start
+# is on a user's clock) needs only the result cap
 
 AGENT_GROUP = "agent settings"
 EXECUTOR_GROUP = "executor"
@@ -35,6 +33,8 @@ def add_endpoint_args(parser, prefix: str = "") -> None:
 
 def add_agent_args(parser: argparse.ArgumentParser) -> None:
     """The agent settings: endpoint, protocol, limits, format errors, verification and the judge."""
+    from awm_engine.agent.rollout import PROTOCOLS
+
     group = parser.add_argument_group(AGENT_GROUP, "the model, the tool protocol, the limits of a rollout and "
                                                    "its verification")
     add_endpoint_args(group)
@@ -89,6 +89,8 @@ def result_cap_from_args(args: argparse.Namespace) -> int:
 def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
     """The model endpoint the agent flags name (flags over a named endpoint over OPENAI_*); ``ConfigError``. With
     ``--protocol reference`` the client's timeout and retries default to the reference agent's (600 s, 2)."""
+    from awm_engine.agent.endpoints import REFERENCE_CLIENT, resolve_endpoint
+
     defaults = REFERENCE_CLIENT if getattr(args, "protocol", None) == "reference" else None
     return resolve_endpoint(args.endpoint, args.base_url, args.model, args.api_key, args.mode, defaults=defaults,
                             temperature=args.temperature, max_tokens=args.max_tokens, max_retries=args.retries)
@@ -97,6 +99,9 @@ def endpoint_from_args(args: argparse.Namespace) -> Endpoint:
 def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
                            endpoint: Endpoint | None = None) -> AgentConfig:
     """The rollout settings; ``mode`` defaults to ``--mode``, then the endpoint's, then meta."""
+    from awm_engine.agent.endpoints import ConfigError, read_system_prompt
+    from awm_engine.agent.rollout import PROTOCOL_DEFAULT, AgentConfig
+
     try:
         prompt = read_system_prompt(args.system_prompt, endpoint)
     except ConfigError as exc:
@@ -115,6 +120,8 @@ def agent_config_from_args(args: argparse.Namespace, mode: str | None = None,
 
 def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint | None:
     """The judge the ``--judge-*`` flags name (else the configured one; None when there is none)."""
+    from awm_engine.agent.endpoints import ConfigError, judge_endpoint
+
     try:
         return judge_endpoint(name=getattr(args, f"{prefix}_endpoint"), base_url=getattr(args, f"{prefix}_base_url"),
                               model=getattr(args, f"{prefix}_model"))
@@ -125,6 +132,8 @@ def judge_from_args(args: argparse.Namespace, prefix: str = "judge") -> Endpoint
 def add_executor_args(parser: argparse.ArgumentParser, local_only: str | None = None) -> None:
     """``--executor local|ray`` and ``--ray-address``. ``local_only``: why this verb's environments cannot run
     on Ray (said in ``--help``; ``executor_from_args`` refuses ``--executor ray`` with it)."""
+    from awm_engine.eval.batch import EXECUTORS
+
     if local_only:
         group = parser.add_argument_group(EXECUTOR_GROUP, f"local only: {local_only}")
         group.add_argument("--executor", choices=list(EXECUTORS), default=None,
