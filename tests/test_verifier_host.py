@@ -292,3 +292,14 @@ def test_a_host_started_from_a_thread_that_ended_serves_on(dbs):
     host = shared_host.host_for(SCENARIO, 1024)
     assert first["outcome"].runner == "host" and host.alive
     assert run(HONEST, dbs).runner == "host" and shared_host.host_for(SCENARIO, 1024) is host
+
+
+def test_doctor_sandbox_says_whether_verifier_hosts_are_on(capsys, monkeypatch):
+    from awm_engine.cli import main as awm
+
+    awm(["doctor", "sandbox"])
+    assert "verifier hosts: on" in capsys.readouterr().out
+    monkeypatch.setenv(shared_host.ENV_SWITCH, "0")
+    awm(["doctor", "sandbox"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "verifier hosts: off (AWM_VERIFIER_HOST=0): each verifier gets a sandbox of its own" in out

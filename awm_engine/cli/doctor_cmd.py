@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.markup import escape
+
 from rich.table import Table
 
 from awm_engine.cli import verb_help
@@ -57,4 +59,10 @@ def run_sandbox(args: argparse.Namespace) -> int:
         stdout.print("[red]untrusted code runs without the namespace layer (--unsafe-no-sandbox)[/red]")
     stdout.print(f"{len(MECHANISMS) - sum(1 for n in MECHANISMS if not getattr(p, n))} of {len(MECHANISMS)} "
                  "protections on" + ("" if not p.off else f"; off: {', '.join(sorted(p.off))}"))
+    from awm_engine.verify import shared_host
+
+    usable, why = shared_host.usable()
+    stdout.print("verifier hosts: " + ("on (a scenario's verifiers share one sandbox, each a fresh confined process)"
+                                       if usable else f"off ({escape(why)}): each verifier gets a sandbox of its own "
+                                                      "(the same isolation, about ten times slower)"))
     return 1 if p.off else 0
