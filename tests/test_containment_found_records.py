@@ -42,4 +42,6 @@ def test_exported_samples_with_a_line_separator_read_back_whole(tmp_path):
     rows = [{"messages": [{"role": "tool", "content": "a\u2028b\x85c"}]}, {"messages": []}]
     path = tmp_path / "samples.jsonl"
     write_records(rows, path)
-    assert read_records(path) == rows
+    # every message read back whole (an export writes each message with the same fields: null where absent)
+    assert [[m["content"] for m in r["messages"]] for r in read_records(path)] == \
+        [[m["content"] for m in r["messages"]] for r in rows]

@@ -344,10 +344,28 @@ def test_train_export_and_tasks(sample, tmp_path):
     assert failed.returncode == 1 and (tmp_path / "failed" / "trajectory.json").is_file(), failed.stderr
     none = awm("train", "export", str(tmp_path / "failed"), "--out", str(tmp_path / "none.jsonl"))
     assert none.returncode == 1 and "nothing was exported" in none.stderr, none.stdout + none.stderr
+    assert not (tmp_path / "none.jsonl").exists()  # nothing to mistake for an export
+    # the same for whole-rollout rows, with the reason a rollout gave none
+    rows = awm("train", "export", str(tmp_path / "failed"), "--rows", "rollout", "--window", "none",
+               "--out", str(tmp_path / "none.parquet"))
+    assert rows.returncode == 1 and not (tmp_path / "none.parquet").exists()
+    assert "failed" in rows.stderr.split("nothing was exported", 1)[1], rows.stderr
+    # --out: never a directory, a path under a file, an unknown extension, or an existing file without --force
+    (tmp_path / "afile").write_text("x")
+    for out, why in ((tmp_path, "is a directory"), (tmp_path / "afile" / "o.jsonl", "is not a directory"),
+                     (tmp_path / "o.csv", "cannot tell the format"), (tmp_path / "samples.jsonl", "exists")):
+        refused = awm("train", "export", str(run), "--out", str(out))
+        assert refused.returncode == 2 and why in " ".join(refused.stderr.split()), refused.stderr
+    assert (tmp_path / "afile").read_text() == "x"
+    assert awm("train", "export", str(run), "--out", str(tmp_path / "samples.jsonl"), "--force").returncode == 0
+    upper = awm("train", "export", str(run), "--out", str(tmp_path / "UP.PARQUET"))  # the extension in any case
+    assert upper.returncode == 0 and (tmp_path / "UP.PARQUET").read_bytes()[:4] == b"PAR1", upper.stderr
     (tmp_path / "empty").mkdir()
     assert awm("train", "export", str(tmp_path / "empty"), "--out", str(tmp_path / "x.jsonl")).returncode == 2
     tasks = awm("train", "tasks", "--data", str(sample), "--out", str(tmp_path / "tasks.jsonl"))
     assert tasks.returncode == 0 and (tmp_path / "tasks.jsonl").read_text().count("\n") >= 5
+    again = awm("train", "tasks", "--data", str(sample), "--out", str(tmp_path / "samples.jsonl"))
+    assert again.returncode == 2 and "exists" in again.stderr  # an export is not replaced by task rows
     assert awm("train", "tasks", "--data", str(tmp_path / "empty"), "--out", str(tmp_path / "t.jsonl")).returncode == 2
 
 

@@ -303,3 +303,18 @@ def test_doctor_sandbox_says_whether_verifier_hosts_are_on(capsys, monkeypatch):
     awm(["doctor", "sandbox"])
     out = " ".join(capsys.readouterr().out.split())
     assert "verifier hosts: off (AWM_VERIFIER_HOST=0): each verifier gets a sandbox of its own" in out
+
+
+@pytest.mark.parametrize("value, on", [("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True),
+                                       ("yes", True), ("", True), ("banana", False)])
+def test_the_switch_takes_the_usual_spellings_and_an_unknown_one_is_off(monkeypatch, value, on):
+    monkeypatch.setenv(shared_host.ENV_SWITCH, value)
+    usable, why = shared_host.usable()
+    assert usable is on and (on or shared_host.ENV_SWITCH in why)
+
+
+def test_a_verifier_does_not_see_the_switch(dbs, monkeypatch):
+    monkeypatch.setenv(shared_host.ENV_SWITCH, "1")
+    code = ("def verify_task_completion(initial_db_path, final_db_path, final_answer):\n    import os\n"
+            "    return {'result': 'others', 'env': sorted(k for k in os.environ if k.startswith('AWM_VERIFIER'))}\n")
+    assert run(code, dbs).result["raw_result"]["env"] == []

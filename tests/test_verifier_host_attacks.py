@@ -28,17 +28,10 @@ from awm_engine.verify import host as verify_host
 from awm_engine.verify import shared_host, verification
 from awm_engine.verify.verification import run_verifier
 
-pytestmark = pytest.mark.skipif(not shared_host.usable()[0],
-                                reason=f"verifier hosts are not usable here: {shared_host.usable()[1]}")
+from tests.test_verifier_host import fresh_hosts  # noqa: F401 - autouse: every test starts with no host
+from tests.test_verifier_host import pytestmark  # noqa: F401 - skipped where verifier hosts are not usable
 
 SCENARIO = "redvhost_attacks"
-
-
-@pytest.fixture(autouse=True)
-def fresh_hosts():
-    shared_host.close_all()
-    yield
-    shared_host.close_all()
 
 
 def make_dbs(base, wal=False, pad=0):

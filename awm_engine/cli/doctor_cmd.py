@@ -43,9 +43,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def run_sandbox(args: argparse.Namespace) -> int:
+    from awm_engine.verify import shared_host
+
     p = host.protections()
+    usable, why = shared_host.usable()
     if args.json:
-        print(json.dumps(p.to_dict(), indent=2))
+        print(json.dumps({**p.to_dict(), "verifier_hosts": {"on": usable, "why_off": why or None}}, indent=2))
         return 1 if p.off else 0
     table = Table(title=f"awm sandbox protections on this machine (mechanism: {p.mechanism})")
     for column in ("protection", "state", "mechanism", "when off"):
@@ -59,9 +62,6 @@ def run_sandbox(args: argparse.Namespace) -> int:
         stdout.print("[red]untrusted code runs without the namespace layer (--unsafe-no-sandbox)[/red]")
     stdout.print(f"{len(MECHANISMS) - sum(1 for n in MECHANISMS if not getattr(p, n))} of {len(MECHANISMS)} "
                  "protections on" + ("" if not p.off else f"; off: {', '.join(sorted(p.off))}"))
-    from awm_engine.verify import shared_host
-
-    usable, why = shared_host.usable()
     stdout.print("verifier hosts: " + ("on (a scenario's verifiers share one sandbox, each a fresh confined process)"
                                        if usable else f"off ({escape(why)}): each verifier gets a sandbox of its own "
                                                       "(the same isolation, about ten times slower)"))

@@ -3,6 +3,7 @@ rows an online trainer's dataset holds)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -49,6 +50,7 @@ def register(verbs) -> None:
                         help="turn (default): one row per action turn, trained on that turn only (TRL: prompt/"
                              "completion); rollout: one row per rollout, every assistant turn trained (verl's "
                              "multi-turn SFT, TRL's messages) — needs --window none and rollouts run without one")
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
     export.add_argument("--json", action="store_true", help="print a summary as JSON")
     export.set_defaults(func=cmd_export)
 
@@ -62,11 +64,32 @@ def register(verbs) -> None:
                             "environment_factory): a system prompt without awm's <tools> block and call format")
     tasks.add_argument("--out", required=True, metavar="FILE", help="the output file (.jsonl or .parquet)")
     tasks.add_argument("--format", choices=list(FORMATS), default=None)
+    tasks.add_argument("--force", action="store_true", help="replace FILE if it exists")
     tasks.set_defaults(func=cmd_tasks)
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """The format to write ``--out`` in, once ``--out`` is known to be writable: never a directory, never a path under
+    a file, never an existing file unless ``--force`` (an export is not overwritten by accident)."""
+    out = Path(args.out)
+    if out.is_dir():
+        raise CliError(f"--out {args.out} is a directory: give a file name (.jsonl or .parquet)")
+    try:
+        fmt = format_for(args.out, args.format)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if out.exists() and not args.force:
+        raise CliError(f"--out {args.out} exists: give --force to replace it, or another file name")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CliError(f"--out {args.out}: {parent} is not a directory")
+            break
+    return fmt
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    fmt = format_for(args.out, args.format)
+    fmt = output_format(args)
     if args.rows == "rollout" and args.window is not None:
         raise CliError("--rows rollout trains every turn on the whole conversation: give --window none (and export "
                        "rollouts that ran without a history window)")
@@ -85,17 +108,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     left_out: list[tuple[str, str]] = []
     if args.rows == "rollout":
         records, left_out = rollout_records(result)
-        if not records:
-            raise CliError("no rollout can be a whole-rollout row: " + "; ".join(f"{r}: {w}" for r, w in left_out[:3]))
     else:
         records = [s.to_record() for s in result.samples]
+    if not records:  # no file is written: nothing there could be mistaken for an export
+        for rid, why in result.skipped + left_out:
+            stderr.print(f"skipped {escape(rid)}: {escape(why)}")
+        reasons = "; ".join(f"{r}: {w}" for r, w in (result.skipped + left_out)[:3]) or "no rollout gave a sample"
+        kind = "whole-rollout row" if args.rows == "rollout" else "sample"
+        # 2 where the rollouts do not fit --rows rollout (they ran with a history window), 1 where none gave anything
+        raise CliError(f"nothing was exported (no rollout gave a {kind}; {args.out} was not written): {reasons}",
+                       2 if left_out else 1)
     try:
         written = write_records(records, args.out, fmt)
     except MissingDependency as exc:
         raise CliError(str(exc)) from None
     if result.window_mismatch:
         print_warning(f"{len(result.window_mismatch)} of {len(result.rollouts)} rollouts ran with another history "
-                      f"window than --window {args.window}: their samples show a context the model did not see "
+                      f"window than --window {'none' if args.window is None else args.window}: their samples show a context the model did not see "
                       "(their token ids are left out); roll out with --window to train on what inference sees")
     for rid, why in result.skipped + left_out:
         stderr.print(f"skipped {escape(rid)}: {escape(why)}")
@@ -118,6 +147,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
+    fmt = output_format(args)
     catalog = load_catalog(args, quiet=True)
     system = None
     if args.system_prompt:
@@ -133,7 +163,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     except NoTaskRows as exc:
         raise CliError(str(exc)) from None
     try:
-        written = write_records(rows, args.out, args.format)
+        written = write_records(rows, args.out, fmt)
     except MissingDependency as exc:
         raise CliError(str(exc)) from None
     stderr.print(f"{written} task rows -> {escape(str(args.out))}")

@@ -15,6 +15,7 @@ namespace, which it would otherwise forbid).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -102,46 +103,48 @@ SHARED_OBJECTS = ("shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msg
                   "mq_getsetattr", "inotify_init", "inotify_init1", "inotify_add_watch")
 
 
-def deny(names: tuple[str, ...]) -> None:
-    """Load, on top of the filter this process has, one that fails ``names`` with EPERM (inherited, irreversible)."""
+@contextlib.contextmanager
+def _filter():
+    """A libseccomp context that allows everything, with ``rule(action, name, *comparisons)`` to add to it;
+    released at the end."""
     lib = _lib()
     if lib is None:
         raise OSError("libseccomp is not available")
     ctx = lib.seccomp_init(ACT_ALLOW)
     if not ctx:
         raise OSError("seccomp_init failed")
-    try:
-        for name in names:
-            nr = lib.seccomp_syscall_resolve_name(name.encode())
-            if nr < 0:
-                continue  # not a call of this architecture
-            rc = lib.seccomp_rule_add_array(ctx, ACT_ERRNO | errno.EPERM, nr, 0, (ArgCmp * 1)())
-            if rc < 0:
-                raise OSError(-rc, f"seccomp_rule_add({name}) failed")
-        rc = lib.seccomp_load(ctx)
+
+    def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr < 0:
+            return  # not a call of this architecture
+        array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
+        rc = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), array)
         if rc < 0:
-            raise OSError(-rc, "seccomp_load failed")
+            raise OSError(-rc, f"seccomp_rule_add({name}) failed")
+
+    try:
+        yield lib, ctx, rule
     finally:
         lib.seccomp_release(ctx)
 
 
-def _build(export: bool) -> int:
-    lib = _lib()
-    if lib is None:
-        raise OSError("libseccomp is not available")
-    ctx = lib.seccomp_init(ACT_ALLOW)
-    if not ctx:
-        raise OSError("seccomp_init failed")
-    try:
-        def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
-            nr = lib.seccomp_syscall_resolve_name(name.encode())
-            if nr < 0:
-                return  # not a call of this architecture
-            array = (ArgCmp * max(1, len(cmps)))(*[ArgCmp(*c) for c in cmps])
-            rc = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), array)
-            if rc < 0:
-                raise OSError(-rc, f"seccomp_rule_add({name}) failed")
+def _load(lib, ctx) -> None:
+    rc = lib.seccomp_load(ctx)
+    if rc < 0:
+        raise OSError(-rc, "seccomp_load failed")
 
+
+def deny(names: tuple[str, ...]) -> None:
+    """Load, on top of the filter this process has, one that fails ``names`` with EPERM (inherited, irreversible)."""
+    with _filter() as (lib, ctx, rule):
+        for name in names:
+            rule(ACT_ERRNO | errno.EPERM, name)
+        _load(lib, ctx)
+
+
+def _build(export: bool) -> int:
+    with _filter() as (lib, ctx, rule):
         eperm = ACT_ERRNO | errno.EPERM
         for name in DENIED:
             rule(eperm, name)
@@ -159,9 +162,7 @@ def _build(export: bool) -> int:
         # netlink: routing only (what getaddrinfo asks); not the audit, uevent, netfilter or generic families
         rule(ACT_ERRNO | errno.EPROTONOSUPPORT, "socket", (0, CMP_EQ, AF_NETLINK, 0), (2, CMP_NE, NETLINK_ROUTE, 0))
         if not export:
-            rc = lib.seccomp_load(ctx)
-            if rc < 0:
-                raise OSError(-rc, "seccomp_load failed")
+            _load(lib, ctx)
             return -1
         fd = os.memfd_create("awm-seccomp", os.MFD_CLOEXEC)
         rc = lib.seccomp_export_bpf(ctx, fd)
@@ -170,5 +171,3 @@ def _build(export: bool) -> int:
             raise OSError(-rc, "seccomp_export_bpf failed")
         os.lseek(fd, 0, os.SEEK_SET)
         return fd
-    finally:
-        lib.seccomp_release(ctx)

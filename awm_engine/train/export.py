@@ -23,12 +23,21 @@ class MissingDependency(RuntimeError):
     """An optional library a feature needs is not installed."""
 
 
+EXTENSIONS = {".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+
+
 def format_for(path: Path | str, fmt: str | None = None) -> str:
+    """``fmt``, else the format the file's extension names (any case); ValueError for an unknown format or an
+    extension that names none (a ``.csv`` written as JSONL would mislead every reader)."""
     if fmt:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
         return fmt
-    return "parquet" if str(path).endswith(".parquet") else "jsonl"
+    suffix = Path(str(path)).suffix.lower()
+    if suffix not in EXTENSIONS:
+        raise ValueError(f"cannot tell the format of {path} from its extension: name it .jsonl or .parquet, or give "
+                         "--format jsonl|parquet")
+    return EXTENSIONS[suffix]
 
 
 def require_pyarrow():
@@ -96,11 +105,12 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def template_message(m: dict[str, Any]) -> dict[str, Any]:
-    """One exported message: what the endpoint received, its calls in the chat-template shape."""
+    """One exported message: what the endpoint received, its calls in the chat-template shape, and every message
+    with the same fields (``tool_calls`` and ``tool_call_id`` null where it has none), so that files of meta and
+    native rows load together (``datasets`` infers one message type from the first file it reads)."""
     calls = m.get("tool_calls")
-    if not calls:
-        return m
-    return {**m, "tool_calls": [_tool_call(c) for c in calls]}
+    return {**m, "tool_calls": [_tool_call(c) for c in calls] if calls else None,
+            "tool_call_id": m.get("tool_call_id")}
 
 
 MESSAGE_COLUMNS = ("prompt", "completion", "messages")

@@ -35,6 +35,7 @@ from awm_engine.sandbox import limits, safe_fs
 from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree, private_dir, remove_dir, sandbox_ids
 
 ENV_SWITCH = "AWM_VERIFIER_HOST"
+OFF, ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
 IDLE_SECONDS = 60.0
 ANSWER_GRACE = 30.0  # beyond a verifier's own timeout (and its wait for a turn), how long the parent waits
 REQUIRED = ("namespaces", "filesystem_view", "syscall_filter", "writes_confined", "signals_scoped", "proc_isolated")
@@ -45,8 +46,11 @@ OWN_SANDBOX = re.compile(r"\b(threading|_thread|subprocess|multiprocessing|concu
 
 def usable() -> tuple[bool, str]:
     """Whether verifications may share a host here, and if not, why."""
-    if os.environ.get(ENV_SWITCH, "1") == "0":
-        return False, f"{ENV_SWITCH}=0"
+    value = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if value in OFF:
+        return False, f"{ENV_SWITCH}={os.environ[ENV_SWITCH]}"
+    if value not in ("", *ON):  # not a value it knows: the slower way, which is never less isolated
+        return False, f"{ENV_SWITCH}={os.environ[ENV_SWITCH]!r} is neither on (1) nor off (0)"
     protections = sandbox_host.protections()
     missing = [name for name in REQUIRED if not getattr(protections, name)]
     if protections.unsafe_no_sandbox or missing:
