@@ -154,6 +154,10 @@ def test_custom_system_prompt_is_used_and_recorded(env, tmp_path):
     assert data["messages"][0]["content"] == "You are trained this way."
     assert data["awm"]["config"]["system_prompt_sha256"] == config.system_prompt_sha256 != AgentConfig().system_prompt_sha256
     assert AgentConfig().system_prompt_text == SYSTEM_PROMPT
+    # native mode: the request's functions are the tools, and the prompt describes no meta-tools or call format
+    native = AgentConfig(mode="native").system_prompt_text
+    assert native != SYSTEM_PROMPT and "list_tools" not in native and "<tool_call>" not in native
+    assert AgentConfig(mode="native", system_prompt="mine").system_prompt_text == "mine"
 
 
 def test_the_vllm_switch_follows_the_reference_rule():

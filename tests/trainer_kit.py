@@ -35,7 +35,8 @@ def _corpus() -> list[str]:
     texts = [p.read_text() for p in sorted((ROOT / "sample_envs").glob("*.jsonl"))]
     from awm_engine.agent.rollout import AgentConfig
     from awm_engine.train.tasks import TEMPLATE_TOOLS_SYSTEM_PROMPT
-    texts += [AgentConfig().system_prompt_text, TEMPLATE_TOOLS_SYSTEM_PROMPT]
+    texts += [AgentConfig().system_prompt_text, AgentConfig(mode="native").system_prompt_text,
+              TEMPLATE_TOOLS_SYSTEM_PROMPT]
     return [line for text in texts for line in text.splitlines() if line.strip()]
 
 

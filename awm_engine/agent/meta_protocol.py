@@ -49,6 +49,18 @@ Example: calling a tool
 """
 
 
+# native mode: the request carries the environment's tools as functions, so the prompt describes no tools of its
+# own and no call format (the endpoint's tool-calling format is the one the model was trained with)
+NATIVE_SYSTEM_PROMPT = """# Tools
+
+You are an agent working inside an application through its tools. Solve the user's task by calling them.
+You are already signed in as the user with id 1; never try to log in or register.
+
+The application's tools are the functions you were given. Call one function per reply (only the first call of a
+reply is made), and read its result before the next. When the task is done (or cannot be done), reply with your
+final answer as plain text and no function call.
+"""
+
 def display_name(op: str, style: str = "reference") -> str:
     return NAME_STYLES[style] + op
 

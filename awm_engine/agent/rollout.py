@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from awm_engine.agent.meta_protocol import (
+    NATIVE_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     VLLM_EXTRA_BODY,
     FormatIssue,
@@ -114,7 +115,9 @@ class AgentConfig:
 
     @property
     def system_prompt_text(self) -> str:
-        return self.system_prompt or SYSTEM_PROMPT
+        """The system prompt: the configured one, else awm's for the mode (native: the tools are the request's
+        functions, so the meta-tools and their call format are not described)."""
+        return self.system_prompt or (NATIVE_SYSTEM_PROMPT if self.mode == "native" else SYSTEM_PROMPT)
 
     @property
     def system_prompt_sha256(self) -> str:
