@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from awm_engine.agent.policies import openai_tools
 from awm_engine.agent.meta_protocol import (
     NATIVE_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
@@ -478,7 +479,11 @@ class Rollout:
                     "stop_reason": finished.stop_reason if finished else None,
                     "final_answer": finished.final_answer if finished else None,
                     "error": finished.error if finished else None, "usage": self._usage,
-                    "counts": self._counts, "first_env_error": self.first_env_error, **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
+                    "counts": self._counts, "first_env_error": self.first_env_error,
+                    # native mode: the tools every request carried, as the endpoint received them (training exports'
+                    # tools column; the environment's data may have changed or moved by the time of an export)
+                    "endpoint_tools": openai_tools(self.tools) if self.config.mode == "native" else None,
+                    **{k: v for k, v in self.meta.items() if k not in ("model", "api_url")}},
         }
         # a write cancelled mid-way goes on in its thread while the cancelling side writes again: one file each
         tmp = self.run_dir / f"trajectory.json.{os.getpid()}.{threading.get_ident()}.tmp"
