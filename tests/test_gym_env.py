@@ -95,6 +95,18 @@ def test_native_mode_takes_a_json_turn_as_its_text_action(tmp_path):
         env.close()
 
 
+def test_a_native_call_whose_arguments_are_no_object_is_told_so_in_native_terms(tmp_path):
+    """Native mode has no <tool_call>: a call with arguments that are JSON but no object hears what was wrong."""
+    env = AWMGymEnv(out_dir=tmp_path, config=AgentConfig(mode="native", protocol="robust"))
+    try:
+        env.reset(options={"scenario": SCENARIO, "task": 0})
+        action = json.dumps({"content": "", "tool_calls": [{"id": "c1", "name": "list_my_loans", "arguments": "[1, 2]"}]})
+        obs, *_ = env.step(action)
+        assert obs == "Error: the arguments of your function call are not a JSON object." and "<tool_call>" not in obs
+    finally:
+        env.close()
+
+
 def test_the_text_space_holds_any_string_and_samples_short_ones():
     space = AnyText(10)
     assert "héllo ✓\n" in space and "" in space and "x" * 11 not in space and 3 not in space

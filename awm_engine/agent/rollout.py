@@ -361,7 +361,7 @@ class Rollout:
             return
         call = calls[0] if calls else None
         if call is None:  # nothing executable: tell the model what was wrong
-            text = "Error: " + " ".join(_issue_message(i) for i in issues)
+            text = "Error: " + " ".join(_issue_message(i, self.config.mode) for i in issues)
             call_id = f"call_{int(time.time() * 1000)}_0"
             entry["tool_calls"] = [{"id": call_id, "name": None, "arguments": None}]
             observation = Observation(self.iteration, call_id, None, text, True, "format_error")
@@ -493,7 +493,16 @@ class Rollout:
         tmp.replace(self.run_dir / "trajectory.json")
 
 
-def _issue_message(issue: FormatIssue) -> str:
+NATIVE_ISSUES = {  # native mode has no <tool_call> and no call_tool: what went wrong, in its own terms
+    "invalid_json": "the arguments of your function call are not a JSON object.",
+    "missing_name": "your function call has no name.",
+    "multiple_calls": "make one function call per reply.",
+}
+
+
+def _issue_message(issue: FormatIssue, mode: str = "meta") -> str:
+    if mode == "native":
+        return NATIVE_ISSUES.get(issue.kind, issue.detail)
     return {
         "invalid_json": "your <tool_call> is not valid JSON.",
         "missing_name": "your <tool_call> has no function name.",
