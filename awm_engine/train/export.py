@@ -249,18 +249,18 @@ def read_records(path: Path | str) -> list[dict[str, Any]]:
     """The rows of an exported file (JSONL or Parquet)."""
     path = Path(path)
     if format_for(path) == "parquet":
-        require_pyarrow()
+        pa = require_pyarrow()
         import pyarrow.parquet as pq
 
         table = pq.read_table(path)
-        return [{f.name: _decoded(pa_module(), row[f.name], f.type) for f in table.schema} for row in table.to_pylist()]
+        rows = table.to_pylist()
+        # only the columns that hold a JSON-typed value are walked (the tools, the message columns' arguments)
+        for f in table.schema:
+            if "arrow.json" in str(f.type):
+                for row in rows:
+                    row[f.name] = _decoded(pa, row[f.name], f.type)
+        return rows
     return [json.loads(line) for line in text_lines(path) if line.strip()]
-
-
-def pa_module():
-    import pyarrow
-
-    return pyarrow
 
 
 def _decoded(pa, value: Any, dtype) -> Any:
