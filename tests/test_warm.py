@@ -97,8 +97,9 @@ def test_a_server_takes_the_warm_worker_the_previous_one_left(tmp_path, service_
     assert (out / "server.log").exists()
     taken = [line for line in log(service_dir).splitlines() if line.split()[-2:-1] == ["spare"] or "take: spare" in line]
     assert taken
-    # the leased worker's directory goes once its server is gone (the next spare's stays)
-    until(lambda: len(list((service_dir / "spares").glob("*/w*"))) <= 1, "the leased directory to go")
+    # the leased worker's directory goes once its server is gone (the next spares' stay: the unbound one and the
+    # one bound ahead to this scenario)
+    until(lambda: len(list((service_dir / "spares").glob("*/w*"))) <= 2, "the leased directory to go")
 
 
 def test_a_server_started_with_other_settings_does_not_take_it(tmp_path, service_dir):
@@ -151,3 +152,94 @@ def test_another_user_cannot_take_a_worker(tmp_path, service_dir):
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def tools_and_call(port: int) -> tuple[list, str]:
+    url = f"http://127.0.0.1:{port}/mcp"
+    with httpx.Client(timeout=60) as client:
+        init = client.post(url, headers=H, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        h = {**H, "mcp-session-id": init.headers["mcp-session-id"]}
+        tools = client.post(url, headers=h, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).json()
+    return tools["result"]["tools"], call(port, "list_branches", {})
+
+
+def test_the_next_server_of_a_scenario_takes_a_spare_bound_to_it(tmp_path, service_dir):
+    """After a server of a scenario starts, the service binds a spare to that scenario (its module loaded): the next
+    server of it skips the load, and what its clients see is what a server that loaded it sees."""
+    first, port, out = serve(tmp_path, "first")
+    try:
+        assert json.loads((out / "session.json").read_text())["worker_bound"] is False
+        own = tools_and_call(port)
+    finally:
+        stop(first)
+    until(lambda: f"bound to '{SCENARIO}'" in log(service_dir), "a bound spare")
+    second, port, out = serve(tmp_path, "second")
+    try:
+        session = json.loads((out / "session.json").read_text())
+        assert (session["worker"], session["worker_bound"]) == ("warm", True)
+        assert tools_and_call(port) == own
+    finally:
+        stop(second)
+    assert "take: spare" in log(service_dir) and "(bound)" in log(service_dir)
+    # another settings' server (another template age limit: another recipe? no — the same template) still gets the
+    # unbound spare when it serves another scenario
+    until(lambda: log(service_dir).count("bound to") >= 2, "the next bound spare")
+    port = free_port()
+    other = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario",
+                              "riverside_clinic_appointments", "--port", str(port), "--out", str(tmp_path / "other")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for_port(port, other)
+    until(lambda: (tmp_path / "other" / "session.json").exists(), "the session")
+    try:
+        session = json.loads((tmp_path / "other" / "session.json").read_text())
+        assert (session["worker"], session["worker_bound"]) == ("warm", False)
+    finally:
+        stop(other)
+
+
+def _recipe_and_load(tmp_path):
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache
+    from awm_engine.runtime.pool import TemplateState
+
+    scenario = Catalog.load([str(Path(__file__).resolve().parents[1] / "sample_envs")]).get(SCENARIO)
+    template = TemplateState(*TemplateCache(tmp_path / "cache").get(scenario))
+    recipe = warm.recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at)
+    load = {"scenario": scenario.key, "code": scenario.code, "template_built_at": template.report.built_at,
+            "template_digest": template.digest}
+    return recipe, load, str(template.path)
+
+
+def test_a_bound_spare_goes_only_to_its_recipe_and_not_past_its_age(tmp_path, service_dir):
+    recipe, load, template = _recipe_and_load(tmp_path)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    assert warm.bind_next(recipe, load, template, max_age=600)
+    until(lambda: "bound to" in log(service_dir), "a bound spare")
+    lease = warm.take(recipe="another scenario's")
+    assert lease is not None and lease.bound is False  # the unbound spare
+    lease.close()
+    until(lambda: log(service_dir).count("ready") >= 2, "the next unbound spare")
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is True
+    lease.close()
+    # bound too long ago: removed at the take, which gets the unbound spare
+    assert warm.bind_next(recipe, load, template, max_age=0)
+    until(lambda: log(service_dir).count("bound to") >= 2, "the second bound spare")
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is False
+    lease.close()
+
+
+def test_a_bind_whose_load_fails_leaves_nothing(tmp_path, service_dir):
+    recipe, load, template = _recipe_and_load(tmp_path)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    assert warm.bind_next(recipe, {**load, "code": "raise SystemExit(3)\n"}, template, max_age=600)
+    until(lambda: "binding spare" in log(service_dir), "the failed bind")
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is False
+    lease.close()
+    assert warm.bind_next(recipe, load, str(tmp_path / "no such template.db"), max_age=600)
+    until(lambda: log(service_dir).count("binding spare") >= 2, "the second failed bind")

@@ -161,7 +161,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                    schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True, warm=True)
     calls = CallsLog(out / "calls.jsonl")
     try:
-        await pool.start()
+        await pool.start(warm_for=scenario)
         try:
             episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
         except EnvLoadError as exc:
@@ -190,6 +190,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                        "template": episode.template, "started": started,
                        # the worker: taken ready from the warm service (runtime.warm), or started by this server
                        "worker": "warm" if episode.worker.lease is not None else "own",
+                       # taken with the scenario's module already loaded (a spare bound ahead: runtime.warm)
+                       "worker_bound": bool(getattr(episode.worker.lease, "bound", False)),
                        "worker_pid": episode.worker.proc.pid, "worker_restarts": restarts,
                        # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
                        # layer)
@@ -214,6 +216,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                 main = asyncio.create_task(front.run_http(listener))
                 stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
             tasks += [main, asyncio.create_task(_keep_serving(pool, episode, front, start_serving, restarted, main))]
+            # the next server of this scenario finds a spare with its module loaded (after this one is served)
+            tasks.append(asyncio.create_task(pool.bind_next(scenario)))
             if args.exit_with_parent:
                 tasks.append(asyncio.create_task(_watch_parent(main)))
             await main

@@ -30,7 +30,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from awm_engine.data import codeinfo
-from awm_engine.runtime import caps, envcode, protocol
+from awm_engine.runtime import caps, envcode, inline_call, protocol
 from awm_engine.runtime.asgi_call import (
     asgi_request,
     encode_request,
@@ -100,7 +100,7 @@ class LoadedEnv:
         tag = uuid.uuid4().hex[:8]
         self.template_db = self.workdir / f"template-{tag}.db"
         shutil.copyfile(template_db, self.template_db)
-        sealed = file_digest(self.template_db)
+        sealed = self.sealed_digest = file_digest(self.template_db)
         if template_digest is not None and sealed != template_digest:  # checked before any of the code runs
             raise TemplateTampered(f"{key}: the template copy does not match the sealed template's digest")
         self.template_built_at = template_built_at
@@ -323,18 +323,9 @@ class Episode:
         if asyncio._get_running_loop() is not None:
             return _executor_for_calls().submit(self.call_tool_sync, name, arguments, _slot, result_cap).result()
         started = time.perf_counter()
-        if self.closed:
-            return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
-        tool, rejected = self.prepare(name, arguments)
+        request, rejected = self._request(name, arguments, started)
         if rejected is not None:
             return rejected
-        try:
-            call = http_call_for(tool, arguments or {})
-            request = encode_request(call.method, call.path, call.query, call.headers, call.body)
-        except Exception as exc:  # noqa: BLE001 - arguments no HTTP request can carry (a lone surrogate, NaN)
-            # the reference's MCP server answers what its request raised as an error result: str(exc)
-            return ToolResult(str(exc), True, error_kind="invalid_arguments",
-                              elapsed_ms=(time.perf_counter() - started) * 1000)
         with self._lock:
             if _slot is not None:
                 _slot["thread"] = threading.get_ident()
@@ -344,14 +335,36 @@ class Episode:
             try:
                 response = _thread_loop().run_until_complete(asgi_request(self.loaded.app, request))
             except ToolCallTimeout as exc:  # where the handler was when it was stopped
-                return ToolResult(f"Error calling {name}: the handler was stopped after its timeout", True,
-                                  error_kind="timeout", elapsed_ms=(time.perf_counter() - started) * 1000,
-                                  traceback=format_traceback(exc, self._module_file()))
+                return self._stopped(name, exc, started)
             finally:
                 current_episode.reset(token)
                 if _slot is not None:
                     _slot["thread"] = None
             self.calls += 1
+        return self._result(name, response, started, result_cap)
+
+    def _request(self, name: str, arguments: dict[str, Any] | None, started: float) -> tuple[Any, ToolResult | None]:
+        """The HTTP request a call makes, or the result that answers it without one (closed episode, unknown tool,
+        invalid arguments, arguments no request can carry)."""
+        if self.closed:
+            return None, ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
+        tool, rejected = self.prepare(name, arguments)
+        if rejected is not None:
+            return None, rejected
+        try:
+            call = http_call_for(tool, arguments or {})
+            return encode_request(call.method, call.path, call.query, call.headers, call.body), None
+        except Exception as exc:  # noqa: BLE001 - arguments no HTTP request can carry (a lone surrogate, NaN)
+            # the reference's MCP server answers what its request raised as an error result: str(exc)
+            return None, ToolResult(str(exc), True, error_kind="invalid_arguments",
+                                    elapsed_ms=(time.perf_counter() - started) * 1000)
+
+    def _stopped(self, name: str, exc: BaseException, started: float) -> ToolResult:
+        return ToolResult(f"Error calling {name}: the handler was stopped after its timeout", True,
+                          error_kind="timeout", elapsed_ms=(time.perf_counter() - started) * 1000,
+                          traceback=format_traceback(exc, self._module_file()))
+
+    def _result(self, name: str, response: Any, started: float, result_cap: int | None) -> ToolResult:
         elapsed = (time.perf_counter() - started) * 1000
         trace = format_traceback(response.error, self._module_file()) if response.error is not None else None
         if 400 <= response.status < 600:
@@ -362,6 +375,38 @@ class Episode:
             result = ToolResult(response_text(response), False, response.status, None, elapsed, trace)
         del response  # the whole answer: only its cut text goes on
         return caps.cap_result(result, caps.worker_result_cap(result_cap), protocol.TEXT_BUDGET)
+
+    async def call_tool_inline(self, name: str, arguments: dict[str, Any] | None = None,
+                               timeout: float | None = DEFAULT_CALL_TIMEOUT,
+                               result_cap: int | None = None) -> ToolResult:
+        """``call_tool(..., on_timeout="interrupt")`` with the handler run on this event loop's thread
+        (``inline_call``: no hand-off to a call thread and back, the served path's largest cost). Where that
+        cannot be (not the main thread, SIGALRM taken, another call holds the episode, a handler left running),
+        the call takes ``call_tool``'s path. Same results, same texts."""
+        if not inline_call.ready() or self.left_running or inline_call.running() or \
+                not self._lock.acquire(blocking=False):
+            return await self.call_tool(name, arguments, timeout, result_cap, "interrupt")
+        try:
+            started = time.perf_counter()
+            request, rejected = self._request(name, arguments, started)
+            if rejected is not None:
+                return rejected
+            before = _db_stamp(self.final_db) if timeout is not None else None
+            token = current_episode.set(self)
+            try:
+                response = await inline_call.run(asgi_request(self.loaded.app, request), timeout)
+            except ToolCallTimeout as exc:
+                stopped = self._stopped(name, exc, started)
+                note = "; it had already changed the database" if _db_stamp(self.final_db) != before else ""
+                return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s{note}", True,
+                                  error_kind="timeout", elapsed_ms=(timeout or 0) * 1000,
+                                  traceback=stopped.traceback)
+            finally:
+                current_episode.reset(token)
+            self.calls += 1
+        finally:
+            self._lock.release()
+        return self._result(name, response, started, result_cap)
 
     def _module_file(self) -> str | None:
         return getattr(self.loaded.module, "__file__", None)

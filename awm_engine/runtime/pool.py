@@ -661,12 +661,15 @@ class EnvPool:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    async def start(self) -> None:
+    async def start(self, warm_for: Scenario | None = None) -> None:
+        """``warm_for``: the scenario this pool's first worker will serve — a spare the warm service bound to it
+        ahead (``bind_next``) is taken when there is one, else its unbound spare."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.warm_service and self.serve_channel:
             from awm_engine.runtime import warm
 
-            self._lease = await asyncio.to_thread(warm.take)
+            recipe = await self._recipe(warm_for) if warm_for is not None else None
+            self._lease = await asyncio.to_thread(warm.take, warm.TAKE_TIMEOUT, recipe)
             if self._lease is not None and not host.adopt_measurement(self._lease.protections):
                 self._lease.close()
                 self._lease = None
@@ -677,6 +680,36 @@ class EnvPool:
         await asyncio.to_thread(owned.sweep_dead_dirs)
         for _ in range(self.n_spares):
             await self._new_worker()
+
+    async def _recipe(self, scenario: Scenario) -> str | None:
+        """What a spare bound ahead to ``scenario`` must have been loaded from (``warm.recipe_id``); None for what
+        is never bound ahead (hosted environments, code that is missing, a template that does not build)."""
+        from awm_engine.runtime import warm
+
+        if is_hosted(scenario) or scenario.code is None or scenario.key in self.broken:
+            return None
+        try:
+            template = await self._template(scenario)
+        except Exception:  # noqa: BLE001 - the open that follows says what is wrong
+            return None
+        return warm.recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at)
+
+    async def bind_next(self, scenario: Scenario) -> bool:
+        """Ask the warm service for a spare bound to ``scenario`` ahead of the next server of it (its module
+        loaded: that server skips the load). Bound for at most the template's maximum age (its module's
+        import-time state no older than a template's), never past the service's idle time."""
+        from awm_engine.runtime import warm
+
+        if not (self.warm_service and self.serve_channel) or is_hosted(scenario) or scenario.code is None:
+            return False
+        template = self._templates.get(scenario.key)
+        if template is None:
+            return False
+        recipe = warm.recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at)
+        load = {"scenario": scenario.key, "code": scenario.code, "template_built_at": template.report.built_at,
+                "template_digest": template.digest}
+        max_age = min(self.templates.max_age, float(os.environ.get(warm.ENV_IDLE) or warm.IDLE))
+        return await asyncio.to_thread(warm.bind_next, recipe, load, str(template.path), max_age)
 
     async def _new_worker(self, readable: list[str] | None = None) -> WorkerProcess:
         """Start one more worker sandbox (a spare until ``_bind``)."""

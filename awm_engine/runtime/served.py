@@ -52,7 +52,7 @@ def episode_server(episode: Any, spec: dict[str, Any], call: Callable, emit: Cal
 
     async def run(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            result = await call(episode, tool, arguments, spec.get("timeout"), spec.get("result_cap"))
+            result = await call(episode, tool, arguments, spec.get("timeout"), spec.get("result_cap"), inline=True)
         except Exception as exc:  # noqa: BLE001 - as the reference's MCP server: what a call raised is its error result
             result = ToolResult(str(exc), True, error_kind="internal", traceback=traceback.format_exc())
         text = result.text

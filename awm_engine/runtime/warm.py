@@ -48,6 +48,7 @@ IDLE = 600.0
 TAKE_TIMEOUT = 2.0  # seconds a server waits for the service's answer before starting its own worker
 SOCKET = "warm.sock"
 MESSAGE = 1 << 16
+BIND_LIMIT = 64 << 20  # bytes of one request line (a ``bind`` carries the environment's code)
 # what a spare was started with must be what the taker would start it with: variables that change a sandbox
 _IGNORED = ("AWM_WARM", "AWM_CACHE_DIR", "AWM_SERVE_", "AWM_CONFIG_DIR")
 
@@ -110,6 +111,7 @@ class Lease:
     pid: int
     home: Path
     protections: dict[str, Any]
+    bound: bool = False  # the spare was bound ahead to the scenario asked for (its module loaded: ``bind_next``)
     _log: threading.Thread | None = None
 
     def copy_log(self, path: Path) -> None:
@@ -126,8 +128,17 @@ class Lease:
                 os.close(self.output)
 
 
-def take(timeout: float = TAKE_TIMEOUT) -> Lease | None:
-    """The service's spare worker, or None (no service, another signature, no spare ready, turned off)."""
+def recipe_id(scenario: str, code: str, template_digest: str | None, built_at: float | None) -> str:
+    """What a spare bound ahead was loaded from: the scenario, its code and its template (digest, build time)."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([scenario, hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
+                              template_digest, built_at]).encode())
+    return digest.hexdigest()
+
+
+def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None) -> Lease | None:
+    """The service's spare worker, or None (no service, another signature, no spare ready, turned off). With
+    ``recipe``: the spare bound ahead to that scenario when there is one (``Lease.bound``), else the unbound one."""
     if not enabled():
         return None
     try:
@@ -139,7 +150,7 @@ def take(timeout: float = TAKE_TIMEOUT) -> Lease | None:
     try:
         sock.settimeout(timeout)
         sock.connect(str(path))
-        sock.sendall(json.dumps({"op": "take", "signature": signature()}).encode() + b"\n")
+        sock.sendall(json.dumps({"op": "take", "signature": signature(), "recipe": recipe}).encode() + b"\n")
         data, fds, _, _ = socket.recv_fds(sock, MESSAGE, 4, socket.MSG_CMSG_CLOEXEC)
         answer = json.loads(data.decode()) if data else {}
         if answer.get("why") == "signature":  # a stale service: it stops; let it go before a new one starts
@@ -151,13 +162,33 @@ def take(timeout: float = TAKE_TIMEOUT) -> Lease | None:
         sock.settimeout(None)
         control, channel, output, pidfd = fds
         return Lease(sock, socket.socket(fileno=control), socket.socket(fileno=channel), output, pidfd,
-                     int(answer["pid"]), Path(answer["home"]), answer.get("protections") or {})
+                     int(answer["pid"]), Path(answer["home"]), answer.get("protections") or {},
+                     bool(answer.get("bound")))
     except (OSError, ValueError, KeyError, TypeError):
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
         sock.close()
         return None
+
+
+def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float, timeout: float = 2.0) -> bool:
+    """Ask the service to bind a spare to this scenario ahead of the next server of it: a new sandbox that loads
+    ``load`` (the ``load`` request's fields but the paths: ``template`` is copied into the spare's own directory)
+    and waits, at most ``max_age`` seconds, for a ``take`` with the same ``recipe``. One such spare at a time (the
+    last asked for). True when the service took the request; never raises."""
+    if not enabled():
+        return False
+    try:
+        path = _private_dir(service_dir()) / SOCKET
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(str(path))
+            sock.sendall(json.dumps({"op": "bind", "signature": signature(), "recipe": recipe, "load": load,
+                                     "template": template, "max_age": max_age}).encode() + b"\n")
+            return sock.recv(MESSAGE).startswith(b'{"ok": true')
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def ensure_service() -> None:
@@ -209,6 +240,9 @@ class Service:
         self.home_root: Path | None = None
         self.spare: Any = None  # a started WorkerProcess (raw: nobody reads its protocol here)
         self.starting: asyncio.Task | None = None
+        # a spare bound ahead to the scenario of a server's ``bind_next``: (recipe, worker, bound at, max age)
+        self.bound: tuple[str, Any, float, float] | None = None
+        self.binding: asyncio.Task | None = None
         self.leases: set[asyncio.Task] = set()
         self.last_activity = time.monotonic()
         self.stopping = asyncio.Event()
@@ -225,7 +259,7 @@ class Service:
         path = self.where / SOCKET
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        server = await asyncio.start_unix_server(self._client, path=str(path))
+        server = await asyncio.start_unix_server(self._client, path=str(path), limit=BIND_LIMIT)
         os.chmod(path, 0o600)
         self._socket_ino = os.stat(path).st_ino
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stopping.set)
@@ -244,6 +278,11 @@ class Service:
                 self.starting.cancel()
                 with contextlib.suppress(BaseException):
                     await self.starting
+            if self.binding is not None:
+                self.binding.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.binding
+            self._unbind()
             if self.spare is not None:
                 self._end(self.spare)
                 self.spare = None
@@ -268,6 +307,75 @@ class Service:
             self.starting = asyncio.create_task(self._start_spare())
 
     async def _start_spare(self) -> None:
+        worker = await self._launch()
+        if worker is not None:
+            self.spare = worker
+            _log(f"spare {worker.index} ready (pid {worker.proc.pid})")
+
+    def _unbind(self) -> None:
+        if self.bound is not None:
+            self._end(self.bound[1])
+            self.bound = None
+
+    def _bind(self, request: dict[str, Any]) -> None:
+        """A new spare, bound to the scenario of ``request`` (``bind_next``); the one bound before is removed."""
+        if self.binding is not None and not self.binding.done():
+            self.binding.cancel()
+        self._unbind()
+        self.binding = asyncio.create_task(self._bind_spare(request))
+
+    async def _bind_spare(self, request: dict[str, Any]) -> None:
+        from awm_engine.runtime import protocol
+        from awm_engine.runtime.pool import _discard, _give_template
+
+        worker = await self._launch()
+        if worker is None:
+            return
+        incoming = "incoming-bound.db"
+        try:
+            load = {k: v for k, v in request["load"].items() if k not in ("template", "workdir", "id", "op")}
+            await asyncio.to_thread(_give_template, Path(request["template"]), worker.home, incoming)
+            answer = await self._ask(worker, protocol.request(
+                1, "load", **load, template=str(worker.home / incoming), workdir=str(worker.home)),
+                float(os.environ.get("AWM_LOAD_TIMEOUT") or 120))
+            if not answer.get("ok"):
+                raise ValueError(f"the load failed: {str(answer.get('error'))[:200]}")
+        except BaseException as exc:  # a failure, a newer bind or the service stopping: nothing of it stays
+            _log(f"binding spare {worker.index} to {request.get('load', {}).get('scenario')!r}: {exc!r}")
+            self._end(worker)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(_discard, worker.home, incoming)
+        self.bound = (request["recipe"], worker, time.monotonic(), float(request.get("max_age") or 0))
+        _log(f"spare {worker.index} bound to {load.get('scenario')!r} (pid {worker.proc.pid})")
+
+    async def _ask(self, worker: Any, message: bytes, timeout: float) -> dict[str, Any]:
+        """One request on a spare's protocol socket and its answer (a line within the protocol's limit)."""
+        from awm_engine.runtime import protocol
+
+        loop = asyncio.get_running_loop()
+        worker.control.setblocking(False)
+        try:
+            await loop.sock_sendall(worker.control, message)
+            answer = b""
+            deadline = loop.time() + timeout
+            while not answer.endswith(b"\n"):
+                if len(answer) > protocol.LINE_LIMIT:
+                    raise ValueError("an answer past the protocol's line limit")
+                chunk = await asyncio.wait_for(loop.sock_recv(worker.control, 1 << 16),
+                                               max(0.0, deadline - loop.time()))
+                if not chunk:
+                    raise OSError("the spare exited")
+                answer += chunk
+        finally:
+            worker.control.setblocking(True)
+        return protocol.decode(answer)
+
+    async def _launch(self) -> Any:
+        """A new spare sandbox, started and warmed up (answering a ping), or None (it failed; logged)."""
         from awm_engine.runtime.pool import WorkerProcess, launch_worker
 
         self.count += 1
@@ -297,13 +405,12 @@ class Service:
             self._end(worker)
             if not isinstance(exc, Exception):
                 raise
-            return
+            return None
         finally:
             os.close(write_end)
             if read_end >= 0:
                 os.close(read_end)
-        self.spare = worker
-        _log(f"spare {worker.index} ready (pid {worker.proc.pid})")
+        return worker
 
     def _end(self, worker: Any) -> None:
         for sock in (worker.control, worker.channel):
@@ -343,7 +450,7 @@ class Service:
             await writer.drain()
             writer.close()
             return
-        if op != "take" or self.stopping.is_set():
+        if op not in ("take", "bind") or self.stopping.is_set():
             writer.close()
             return
         if request.get("signature") != self.signature:  # other code or settings: this service is stale
@@ -353,8 +460,27 @@ class Service:
             await writer.drain()
             writer.close()
             return
-        worker, self.spare = self.spare, None
-        _log(f"take: {'spare ' + str(worker.index) if worker else 'no spare'}"
+        if op == "bind":
+            ok = isinstance(request.get("recipe"), str) and isinstance(request.get("load"), dict) and \
+                isinstance(request.get("template"), str)
+            if ok:
+                self._bind(request)
+            writer.write(json.dumps({"ok": ok}).encode())
+            await writer.drain()
+            writer.close()
+            return
+        bound = False
+        if self.bound is not None:
+            recipe, spare, since, max_age = self.bound
+            if spare.proc.poll() is not None or time.monotonic() - since > max_age:  # gone, or bound too long ago
+                self._unbind()
+            elif request.get("recipe") == recipe:
+                self.bound, bound = None, True
+        if bound:
+            worker = spare
+        else:
+            worker, self.spare = self.spare, None
+        _log(f"take: {'spare ' + str(worker.index) if worker else 'no spare'}{' (bound)' if bound else ''}"
              f"{' (exited)' if worker is not None and worker.proc.poll() is not None else ''}")
         if worker is None or worker.proc.poll() is not None:
             if worker is not None:
@@ -367,7 +493,7 @@ class Service:
         from awm_engine.sandbox import host
 
         answer = {"ok": True, "pid": worker.proc.pid, "home": str(worker.home),
-                  "protections": host.protections().to_dict()}
+                  "protections": host.protections().to_dict(), "bound": bound}
         pidfd = os.pidfd_open(worker.proc.pid)
         raw = socket.socket(fileno=os.dup(sock.fileno()))  # asyncio's wrapper has no sendmsg
         try:

@@ -26,10 +26,13 @@ from awm_engine.runtime.inprocess import Episode, LoadedEnv  # noqa: E402
 
 
 async def call(episode: Any, tool: str, arguments: Any, timeout: float | None, result_cap: Any,
-               on_timeout: str = "interrupt") -> Any:
-    """One tool call of an episode here; its text cut at the result cap before it leaves (runtime/caps.py)."""
+               on_timeout: str = "interrupt", inline: bool = False) -> Any:
+    """One tool call of an episode here; its text cut at the result cap before it leaves (runtime/caps.py).
+    ``inline``: the handler runs on this event loop's thread (``inline_call``; the served path's calls)."""
     cap = caps.worker_result_cap(result_cap)
-    if isinstance(episode, Episode):  # cut where the text is made
+    if isinstance(episode, Episode) and inline and on_timeout == "interrupt":
+        result = await episode.call_tool_inline(tool, arguments, timeout, cap)
+    elif isinstance(episode, Episode):  # cut where the text is made
         result = await episode.call_tool(tool, arguments, timeout, cap, on_timeout)
     else:
         result = caps.cap_result(await episode.call_tool(tool, arguments, timeout), cap, protocol.TEXT_BUDGET)
@@ -82,7 +85,11 @@ class WorkerState:
             lock = self.load_locks.setdefault(key, asyncio.Lock())
             async with lock:
                 current = self.envs.get(key)
-                if current is None or current.template_built_at != msg.get("template_built_at"):
+                # loaded already from the same code and template (a spare the warm service bound to this
+                # scenario ahead of its server, runtime.warm): kept, not executed again
+                if current is None or current.template_built_at != msg.get("template_built_at") or \
+                        current.code != msg["code"] or (msg.get("template_digest") is not None and
+                                                        current.sealed_digest != msg["template_digest"]):
                     self._replace(key, await loop.run_in_executor(
                         None, lambda: LoadedEnv(key, msg["code"], msg["template"], msg["workdir"],
                                                 msg.get("mode", "auto"), msg.get("template_built_at"),
