@@ -10,7 +10,9 @@ on a copy of the scenario's database. The baseline venv holds fastapi-mcp from P
 
 For each round, each server in turn (the order alternates between rounds) is started, timed to its first answered
 ``list_tools`` (cold start: a fresh client retrying until one answers), then one persistent session of the real
-``mcp`` client makes ``--calls`` calls of one argument-free GET tool (after a few warm-up calls); the served
+``mcp`` client makes ``--calls`` calls of one argument-free GET tool (after a few warm-up calls); each start and
+each series of calls begins once the machine is quiet (``wait_quiet``: CPUs less than 25% busy over half a
+second — after an awm server starts, its warm service spends about 2 s of CPU preparing the next spare); the served
 process tree's RSS (the server and all its descendants, the sandboxed worker included) is read after the calls.
 Prints median and p95 per-call latency, median cold start and RSS per design, and the three ratios awm/reference.
 """
@@ -141,7 +143,30 @@ def start_awm(scenario, data: list[str], work: Path, port: int) -> subprocess.Po
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def wait_quiet(busy_below: float = 0.25, window: float = 0.5, longest: float = 30.0) -> float:
+    """Wait until the machine's CPUs were busy less than ``busy_below`` over one ``window`` (at most ``longest``
+    seconds): both designs' rounds start, and their calls are measured, on a machine that is not still starting
+    something (awm's warm service prepares its next spare sandbox for about 2 s of CPU after a server starts).
+    Seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < longest:
+        busy0, total0 = _cpu_times()
+        time.sleep(window)
+        busy1, total1 = _cpu_times()
+        if total1 > total0 and (busy1 - busy0) / (total1 - total0) < busy_below:
+            break
+    return time.monotonic() - started
+
+
 def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> dict:
+    wait_quiet()
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     t = time.perf_counter()
@@ -152,6 +177,7 @@ def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> di
         if tool is None:  # the first argument-free GET tool (fastapi-mcp names them after the route's function)
             tool = next(t.name for t in tools if not (getattr(t, "input_schema", None) or t.inputSchema).get("required")
                         and t.name.split("_", 1)[0] in ("get", "list", "search"))
+        wait_quiet()  # steady state: calls measured once the start's background work (if any) is done
         calls = asyncio.run(session_calls(url, tool, args.calls))
         rss, pss = tree_memory_mb(proc.pid)
         warm = False

@@ -16,6 +16,7 @@ import asyncio
 import contextvars
 import ctypes
 import hashlib
+import os
 import shutil
 import threading
 import time
@@ -509,9 +510,10 @@ def _settle(future: asyncio.Future, result: Any, exc: BaseException | None) -> N
 def _db_stamp(path: Path) -> tuple:
     """Changes when SQLite commits to the database (the file or its WAL)."""
     stamp = []
-    for p in (path, Path(str(path) + "-wal")):
+    name = os.fspath(path)
+    for p in (name, name + "-wal"):
         try:
-            st = p.stat()
+            st = os.stat(p)
             stamp.append((st.st_mtime_ns, st.st_size))
         except OSError:
             stamp.append(None)

@@ -13,6 +13,7 @@ import asyncio
 import email.utils
 import json
 import os
+import re
 import socket
 import time
 from typing import Any
@@ -66,6 +67,8 @@ def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: HttpReply, 
 
 
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_TARGET_BAD = re.compile(rb"[\x00-\x20\x7f]")  # a request target's forbidden bytes (controls, space, DEL)
+_VALUE_BAD = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # a header value's (controls but tab, DEL)
 _REASONS = {status.value: status.phrase for status in __import__("http").HTTPStatus}
 
 
@@ -76,7 +79,7 @@ def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]] | None:
     lines = head.split(b"\r\n")
     parts = lines[0].split(b" ")
     if len(parts) != 3 or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0") or not parts[0] or \
-            not set(parts[0]) <= _TOKEN or not parts[1] or any(c < 0x21 or c == 0x7F for c in parts[1]):
+            not set(parts[0]) <= _TOKEN or not parts[1] or _TARGET_BAD.search(parts[1]):
         return None
     headers: dict[str, str] = {}
     for line in lines[1:]:
@@ -84,7 +87,7 @@ def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]] | None:
         if not colon or not name or not set(name) <= _TOKEN:
             return None
         value = value.strip(b" \t")
-        if any((c < 0x20 and c != 0x09) or c == 0x7F for c in value):
+        if _VALUE_BAD.search(value):
             return None
         key = name.decode("ascii").lower()
         if key in headers:
