@@ -242,3 +242,41 @@ def test_served_calls_overrunning_their_timeout(tmp_path):
         err = stop(proc)
     assert "did not stop after its timeout" in (out / "server.log").read_text()
     assert "starting a new one" in err
+
+
+def test_a_cancelled_call_is_cancelled_not_timed_out(tmp_path):
+    """A task cancelled while its handler awaits (the client went, the server stops) gets its cancellation, not a
+    timeout result; the next call runs inline again."""
+    data = make_env_dir(tmp_path / "d", {"Tiny": SLOW})
+    script = textwrap.dedent(f'''
+        import asyncio, json, tempfile
+        from pathlib import Path
+        from awm_engine.data.catalog import Catalog
+        from awm_engine.db.templates import TemplateCache
+        from awm_engine.runtime.inprocess import Episode, LoadedEnv
+        from awm_engine.runtime import inline_call
+        scenario = Catalog.load([{str(data)!r}]).get("tiny")
+        work = Path(tempfile.mkdtemp())
+        template, _ = TemplateCache(work / "tpl").get(scenario)
+        episode = Episode(LoadedEnv(scenario.key, scenario.code, template, work / "w"), run_dir=work / "run")
+        out = {{}}
+        async def main():
+            task = asyncio.create_task(episode.call_tool_inline("awaits", {{}}, 10.0))
+            while not inline_call.running():
+                await asyncio.sleep(0.01)
+            task.cancel()
+            try:
+                await task
+                out["got"] = "a result"
+            except asyncio.CancelledError:
+                out["got"] = "cancelled"
+            out["after"] = (await episode.call_tool_inline("list_notes", {{}}, 5)).is_error
+            out["running"] = inline_call.running()
+        asyncio.run(main())
+        print(json.dumps(out), flush=True)
+        import os; os._exit(0)
+    ''')
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1], env=own_tmp(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"got": "cancelled", "after": False, "running": False}

@@ -119,6 +119,11 @@ async def run(coro: Any, timeout: float | None) -> Any:
         _current = None
 
 
+def _expire(slot: Slot, waited_for: asyncio.Future) -> None:
+    slot.expired = True
+    waited_for.cancel()
+
+
 @types.coroutine
 def _drive(coro: Any, slot: Slot):
     from awm_engine.runtime.inprocess import ToolCallTimeout
@@ -148,12 +153,11 @@ def _drive(coro: Any, slot: Slot):
         # suspended on a future of this loop: the clock goes on as a timer that cancels what it waits for
         timer = None
         if slot.deadline is not None and isinstance(yielded, asyncio.Future):
-            timer = loop.call_at(loop.time() + max(0.0, slot.deadline - time.monotonic()), yielded.cancel)
+            timer = loop.call_at(loop.time() + max(0.0, slot.deadline - time.monotonic()), _expire, slot, yielded)
         try:
             value, error = (yield yielded), None
-        except asyncio.CancelledError as exc:
-            value, error = None, (ToolCallTimeout() if slot.deadline is not None and
-                                  time.monotonic() >= slot.deadline else exc)
+        except asyncio.CancelledError as exc:  # the clock's (a timeout), or the task's own (passed on as it is)
+            value, error = None, (ToolCallTimeout() if slot.expired else exc)
         except BaseException as exc:  # noqa: BLE001 - handed on to the handler where it waits
             value, error = None, exc
         finally:
