@@ -709,6 +709,8 @@ class EnvPool:
         load = {"scenario": scenario.key, "code": scenario.code, "template_built_at": template.report.built_at,
                 "template_digest": template.digest}
         max_age = min(self.templates.max_age, float(os.environ.get(warm.ENV_IDLE) or warm.IDLE))
+        if not max_age > 0:  # templates built for every episode: a module loaded ahead is never young enough
+            return False
         return await asyncio.to_thread(warm.bind_next, recipe, load, str(template.path), max_age)
 
     async def _new_worker(self, readable: list[str] | None = None) -> WorkerProcess:
