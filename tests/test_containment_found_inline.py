@@ -1,0 +1,135 @@
+"""What attacking today's served-call path found (handlers run on the worker's event-loop thread, runtime/inline_call.py;
+spares the warm service binds to the next server of a scenario, runtime/warm.py), one regression test each.
+
+Every test waits on a condition (an answer, a file, a process's end), never on a pause; in-process cases run in a
+fresh Python (the inline path needs the main thread and SIGALRM of its own)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.test_inline_call import SLOW, own_tmp
+from tests.tinyenv import make_env_dir
+
+LEFTOVERS = SLOW + '''
+import asyncio as _asyncio
+import threading as _threading
+
+_release = _threading.Event()  # never set: the work below waits for ever unless its worker ends
+
+@app.post("/api/slow_write", summary="Slow write", description="A def route that writes late.", tags=["bad"], operation_id="slow_write", response_model=NoteList)
+def slow_write(req: NoteIn):
+    _release.wait(600)
+    session = SessionLocal()
+    session.add(Note(text=req.text))
+    session.commit()
+    session.close()
+    return NoteList(notes=[])
+
+async def _late_write(text):
+    await _asyncio.sleep(600)
+    session = SessionLocal()
+    session.add(Note(text=text))
+    session.commit()
+    session.close()
+
+@app.post("/api/waits_for", summary="Waits for", description="Waits for a task with wait_for.", tags=["bad"], operation_id="waits_for", response_model=NoteList)
+async def waits_for(req: NoteIn):
+    await _asyncio.wait_for(_late_write(req.text), 900)
+    return NoteList(notes=[])
+
+async def _spins():
+    await _asyncio.sleep(0)
+    while True:
+        pass
+
+@app.get("/api/waits_for_spin", summary="Waits for a spin", description="Waits for a task that holds the loop.", tags=["bad"], operation_id="waits_for_spin", response_model=NoteList)
+async def waits_for_spin():
+    await _asyncio.wait_for(_spins(), 900)
+    return NoteList(notes=[])
+'''
+
+SCRIPT = r'''
+import asyncio, json, os, sys, tempfile
+from pathlib import Path
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+
+data, calls = sys.argv[1], json.loads(sys.argv[2])
+scenario = Catalog.load([data]).get("tiny")
+work = Path(tempfile.mkdtemp())
+template, _ = TemplateCache(work / "tpl").get(scenario)
+env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
+
+async def main():
+    out = []
+    for way, tool, args, timeout in calls:
+        episode = Episode(env, run_dir=work / f"run{len(out)}")
+        call = episode.call_tool_inline if way == "inline" else \
+            (lambda *a: episode.call_tool(*a, None, "interrupt"))
+        result = await call(tool, args, timeout)
+        out.append({"text": result.text, "kind": result.error_kind, "stuck": episode.stuck})
+    print(json.dumps(out), flush=True)
+
+asyncio.run(main())
+os._exit(0)
+'''
+
+
+def run_calls(tmp_path: Path, calls: list) -> subprocess.CompletedProcess:
+    data = make_env_dir(tmp_path / "d", {"Tiny": LEFTOVERS})
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(data), json.dumps(calls)], capture_output=True,
+                          text=True, timeout=180, cwd=Path(__file__).resolve().parents[1], env=own_tmp(tmp_path))
+
+
+def test_work_a_timed_out_handler_leaves_running_makes_the_episode_stuck(tmp_path):
+    """A ``def`` route runs in Starlette's thread pool, and ``asyncio.wait_for`` cancels the task it waits on only on
+    ``CancelledError``: stopping the handler at its await left that work going on, free to write after the timeout's
+    answer (the worker was never replaced). As on the call-thread path, such work marks the episode stuck (the server
+    then replaces the worker)."""
+    calls = [[way, tool, {"text": "late"}, 0.3] for tool in ("slow_write", "waits_for") for way in ("thread", "inline")]
+    proc = run_calls(tmp_path, calls)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for (way, tool, _, _), got in zip(calls, out):
+        assert got == {"text": f"Error calling {tool}: timed out after 0.3s", "kind": "timeout", "stuck": True}, \
+            (way, tool, got)
+
+
+def test_a_handler_waiting_on_a_task_that_holds_the_loop_ends_the_worker(tmp_path):
+    """The handler waits (suspended, so the signal is not for it) on a task that spins on the loop: neither the
+    asyncio timer nor the watchdog (which looked only at handlers running their own code) ever fired, and the worker
+    hung for ever. The watchdog now ends a worker whose call is not over ``STUCK_AFTER`` past its deadline."""
+    proc = run_calls(tmp_path, [["inline", "waits_for_spin", {}, 0.3]])
+    assert proc.returncode == 3, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "did not stop after its timeout" in proc.stderr
+
+
+def test_a_served_def_route_past_its_timeout_gets_its_worker_replaced(tmp_path):
+    """End to end: the answer says the worker was restarted, and the server serves the episode from a new worker
+    (the old one, with the route's thread in it, is gone before the route could write)."""
+    from tests.test_containment_found_serve import initialized, notes, rpc, serve, stop
+    from tests.test_serve_containment import INIT
+    from tests.test_warm import H, until
+
+    proc, port, out = serve(tmp_path, LEFTOVERS, "--timeout", "0.3", env={"AWM_WARM": "0"})
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        with httpx.Client(timeout=60) as client:
+            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
+            answer = rpc(client, url, session, 2, "slow_write", {"text": "late"}).json()["result"]
+        assert answer["isError"] and answer["content"][0]["text"] == \
+            "Error calling slow_write: timed out after 0.3s (the environment worker was restarted)", answer
+        until(lambda: json.loads((out / "session.json").read_text()).get("worker_restarts") == 1, "a new worker")
+        session = initialized(url)
+        with httpx.Client(timeout=60) as client:
+            listed = json.loads(rpc(client, url, session, 3, "list_notes", {}).json()["result"]["content"][0]["text"])
+        assert [n["text"] for n in listed["notes"]] == ["first", "second"]
+    finally:
+        stop(proc)
+    assert notes(out / "final.db") == ["first", "second"]
