@@ -133,3 +133,70 @@ def test_a_served_def_route_past_its_timeout_gets_its_worker_replaced(tmp_path):
     finally:
         stop(proc)
     assert notes(out / "final.db") == ["first", "second"]
+
+
+YIELDS = SLOW + '''
+import asyncio as _asyncio
+import sys as _sys
+
+@app.get("/api/yields", summary="Yields", description="Yields to the loop all the time.", tags=["bad"], operation_id="yields", response_model=NoteList)
+async def yields():
+    try:
+        while True:
+            await _asyncio.sleep(0)
+    except BaseException as exc:
+        _sys.stdout.write("stopped by " + type(exc).__name__ + "\\n")
+        raise
+'''
+
+DRIVER = r'''
+import asyncio, collections, json, os, signal, sys, tempfile, time
+from pathlib import Path
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime import inline_call
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+
+# the signal handled in the driver's own frame (as when it lands right after the handler yielded): never raised there
+assert inline_call.ready()
+slot = inline_call._current = inline_call.Slot(time.monotonic() - 1)
+slot.inside = True
+driver = inline_call._drive(iter(()), slot)
+inline_call._on_alarm(signal.SIGALRM, driver.gi_frame)  # raises here if it would raise in the driver
+inline_call._disarm()
+inline_call._current = None
+driver.close()
+
+scenario = Catalog.load([sys.argv[1]]).get("tiny")
+work = Path(tempfile.mkdtemp())
+template, _ = TemplateCache(work / "tpl").get(scenario)
+env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
+
+async def main():
+    episode = Episode(env, run_dir=work / "run")
+    texts = collections.Counter()
+    for _ in range(int(sys.argv[2])):
+        texts[(await episode.call_tool_inline("yields", {}, 0.01)).text] += 1
+    import gc
+    gc.collect()
+    print(json.dumps(texts), flush=True)
+
+asyncio.run(main())
+os._exit(0)
+'''
+
+
+def test_a_timeout_never_leaves_the_handler_suspended_outside_its_clock(tmp_path):
+    """A handler that yields to the loop all the time: the signal was sometimes handled in the driver itself, just
+    after the handler yielded (about 1 in 150 timeouts here), and raised there — the call answered while the handler
+    stayed suspended, to be closed later (``GeneratorExit``) outside its clock and after the timeout's answer said
+    what it had changed. Every stop now reaches the handler as ``ToolCallTimeout``."""
+    data = make_env_dir(tmp_path / "d", {"Tiny": YIELDS})
+    calls = 600
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(data), str(calls)], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1], env=own_tmp(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert json.loads(lines[-1]) == {"Error calling yields: timed out after 0.0s": calls}
+    stops = [line for line in lines[:-1] if line.startswith("stopped by ")]
+    assert set(stops) <= {"stopped by ToolCallTimeout"}, sorted(set(stops))

@@ -81,6 +81,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
     if slot is None or slot.deadline is None:
         return
     slot.expired = True
+    if slot.inside and frame is not None and frame.f_code is _drive.__code__:
+        # not in the handler but in the driver around it, just before or after it ran (a signal is handled between
+        # instructions, here right after ``coro.send`` returned): raised here, it would leave the handler
+        # suspended, to be closed at some later time outside its clock; ``_drive`` throws it in at its next step
+        _arm(0.001)  # again soon, in case the handler is entered next
+        return
     if slot.inside:
         slot.nudges += 1
         _arm(0.2)  # again, while it has not stopped: a handler that catches the first one gets another
