@@ -12,7 +12,9 @@ from pathlib import Path
 
 import httpx
 
+from awm_engine.runtime import warm
 from tests.test_inline_call import SLOW, own_tmp
+from tests.test_warm import service_dir  # noqa: F401 - the fixture
 from tests.tinyenv import make_env_dir
 
 LEFTOVERS = SLOW + '''
@@ -200,3 +202,83 @@ def test_a_timeout_never_leaves_the_handler_suspended_outside_its_clock(tmp_path
     assert json.loads(lines[-1]) == {"Error calling yields: timed out after 0.0s": calls}
     stops = [line for line in lines[:-1] if line.startswith("stopped by ")]
     assert set(stops) <= {"stopped by ToolCallTimeout"}, sorted(set(stops))
+
+
+# -- spares bound ahead (runtime/warm.py) ------------------------------------------------------------------------
+
+
+def test_a_bind_with_a_bad_max_age_is_refused_and_leaves_no_sandbox(tmp_path, service_dir):
+    """``max_age`` was read only after the spare had loaded the scenario: a bind whose ``max_age`` is not a number
+    failed there, outside the clean-up, and left that sandbox running untracked — and, after the service stopped,
+    its directory and its size-capped tmpfs mounted under ``spares/``. Such a bind is refused now."""
+    from tests.test_warm import _recipe_and_load, log, until
+
+    recipe, load, template = _recipe_and_load(tmp_path)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    for bad in ("soon", None, True, float("nan"), -1, [600]):
+        assert warm.bind_next(recipe, load, template, max_age=bad) is False, bad
+    assert warm.bind_next(recipe, load, template, max_age=600)
+    until(lambda: "bound to" in log(service_dir), "a bound spare")
+    assert "binding spare" not in log(service_dir)
+    assert len(list((service_dir / "spares").glob(f"*/w*/{load['scenario']}"))) == 1  # the good bind's only
+
+
+def test_a_newer_bind_while_the_last_one_finishes_ends_it(tmp_path, monkeypatch):
+    """A bind (or the service stopping) cancels the bind before it; cancelled while it removed its copy of the
+    template (its last await, the load done), the spare it had loaded was neither kept nor ended: a sandbox alive
+    and untracked for the rest of the service's life. It is kept before that await now, so the newer bind ends it."""
+    import asyncio
+    import threading
+
+    from awm_engine.runtime import pool
+    from awm_engine.sandbox import safe_fs
+    from tests.test_warm import _recipe_and_load
+
+    recipe, load, template = _recipe_and_load(tmp_path)
+    request = {"op": "bind", "recipe": recipe, "load": load, "template": template, "max_age": 600.0}
+    discarding, release = threading.Event(), threading.Event()
+    real_discard = pool._discard
+
+    def slow_discard(home, name):
+        if not discarding.is_set():
+            discarding.set()
+            release.wait(120)
+        real_discard(home, name)
+
+    monkeypatch.setattr(pool, "_discard", slow_discard)
+    launched: list = []
+    real_launch = warm.Service._launch
+
+    async def launch(self):
+        worker = await real_launch(self)
+        launched.append(worker)
+        return worker
+
+    monkeypatch.setattr(warm.Service, "_launch", launch)
+
+    async def main():
+        service = warm.Service(warm._private_dir(tmp_path / "svc"), 600)
+        service.home_root = warm._own_dir(service.where / warm.SPARES)
+        try:
+            service._bind(dict(request))
+            first = service.binding
+            assert await asyncio.to_thread(discarding.wait, 300), "the first bind never loaded"
+            service._bind(dict(request))  # cancels the first where it waits for its template copy's removal
+            release.set()
+            await asyncio.gather(first, return_exceptions=True)
+            await service.binding
+            assert len(launched) == 2 and service.bound is not None and service.bound[1] is launched[1]
+            assert launched[0].proc.poll() is not None, "the first bind's spare was left running"
+        finally:
+            release.set()
+            if service.binding is not None:
+                service.binding.cancel()
+                await asyncio.gather(service.binding, return_exceptions=True)
+            service._unbind()
+            for worker in launched:
+                if worker.proc is not None and worker.proc.poll() is None:
+                    service._end(worker)
+            safe_fs.remove_tree(service.home_root)
+
+    asyncio.run(main())
