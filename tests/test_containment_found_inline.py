@@ -55,6 +55,41 @@ async def waits_for_spin():
     return NoteList(notes=[])
 '''
 
+LEFT_BEHIND = SLOW + '''
+import asyncio as _asyncio
+
+async def _spins_later():
+    while True:
+        pass
+
+@app.get("/api/fire_and_forget", summary="Fire and forget", description="Leaves a task behind.", tags=["bad"], operation_id="fire_and_forget", response_model=NoteList)
+async def fire_and_forget():
+    _asyncio.get_running_loop().create_task(_spins_later())
+    return NoteList(notes=[])
+'''
+
+WAITS = r'''
+import asyncio, os, sys, tempfile
+from pathlib import Path
+from awm_engine.data.catalog import Catalog
+from awm_engine.db.templates import TemplateCache
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
+
+scenario = Catalog.load([sys.argv[1]]).get("tiny")
+work = Path(tempfile.mkdtemp())
+template, _ = TemplateCache(work / "tpl").get(scenario)
+env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
+
+async def main():
+    episode = Episode(env, run_dir=work / "run")
+    result = await episode.call_tool_inline("fire_and_forget", {}, 0.3)
+    print("answered", result.is_error, flush=True)
+    await asyncio.sleep(3600)  # a worker waiting for its next request
+
+asyncio.run(main())
+'''
+
+
 SCRIPT = r'''
 import asyncio, json, os, sys, tempfile
 from pathlib import Path
@@ -282,3 +317,18 @@ def test_a_newer_bind_while_the_last_one_finishes_ends_it(tmp_path, monkeypatch)
             safe_fs.remove_tree(service.home_root)
 
     asyncio.run(main())
+
+
+def test_a_task_a_handler_left_that_holds_the_loop_ends_the_worker(tmp_path):
+    """The handler answers, the task it left spins on the loop: no call's clock counts it, and the worker hung for
+    ever with its clients waiting (on a call thread such a task ran only within a later call, under its timeout).
+    The watchdog now ends a worker whose loop the environment's code holds longer than a call may run."""
+    data = make_env_dir(tmp_path / "d", {"Tiny": LEFT_BEHIND})
+    try:
+        proc = subprocess.run([sys.executable, "-c", WAITS, str(data)], capture_output=True, text=True, timeout=180,
+                              cwd=Path(__file__).resolve().parents[1], env=own_tmp(tmp_path))
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("the worker hung with its loop held") from exc
+    assert proc.stdout.startswith("answered False"), (proc.stdout, proc.stderr[-2000:])
+    assert proc.returncode == 3, (proc.returncode, proc.stderr[-2000:])
+    assert "held the event loop outside any tool call" in proc.stderr

@@ -16,6 +16,8 @@ its own loop; the timeout is kept without any other thread:
   this loop that holds the loop: ``await asyncio.wait_for(spins())``) is seen by a watchdog thread ``STUCK_AFTER``
   seconds past its deadline: it writes a line to the worker's log and ends the worker, which the server then
   replaces (``awm env serve`` starts a new worker on the episode's databases).
+- a task a handler left behind runs on the loop with no call's clock: one that holds the loop (its code running,
+  the loop not turning) for longer than a call may run (its timeout and ``STUCK_AFTER``) ends the worker too.
 - a handler stopped at an await may leave its work going on where the exception does not reach: a ``def`` route in
   Starlette's thread pool, a task ``asyncio.wait_for`` started (it cancels it only on ``CancelledError``). Such
   work (the environment's code still running in another thread or task) is given ``grace`` seconds to end; past
@@ -101,20 +103,54 @@ def _disarm() -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)
 
 
+# the loop's pulse (``_beat``, a timer on the loop of the inline calls) and, from the last call, the environment's
+# code file and how long the loop may go without turning while it runs that code outside any call
+_loop: Any = None
+_beat_at = 0.0
+_loop_limit: float | None = None
+_module_file: str | None = None
+
+
+def _beat() -> None:
+    global _beat_at
+    _beat_at = time.monotonic()
+    if _loop is not None and not _loop.is_closed():
+        _loop.call_later(WATCH_EVERY, _beat)
+
+
+def _main_runs(module_file: str) -> bool:
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        if frame.f_code.co_filename == module_file:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _watchdog() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the alarm is the main thread's
     while True:
         time.sleep(WATCH_EVERY)
-        slot = _current
+        slot, limit, module_file = _current, _loop_limit, _module_file
+        now = time.monotonic()
         # inside or not: a call not over this long past its deadline holds the loop (a task it waits on spins) or
         # will not stop
-        if slot is not None and slot.deadline is not None and time.monotonic() > slot.deadline + STUCK_AFTER:
-            try:
-                sys.stderr.write("awm worker: a tool call's handler did not stop after its timeout; the worker "
-                                 "ends so that a new one serves the episode\n")
-                sys.stderr.flush()
-            finally:
-                os._exit(3)
+        if slot is not None and slot.deadline is not None and now > slot.deadline + STUCK_AFTER:
+            _give_up("a tool call's handler did not stop after its timeout")
+        # between calls: the loop held by the environment's code that no call's clock counts (a task a handler
+        # left behind that spins), for longer than a call may run
+        loop = _loop
+        if slot is None and limit is not None and module_file is not None and now - _beat_at > limit and \
+                loop is not None and loop.is_running() and _main_runs(module_file):
+            _give_up("the environment's code held the event loop outside any tool call")
+
+
+def _give_up(why: str) -> None:
+    try:
+        sys.stderr.write(f"awm worker: {why}; the worker ends so that a new one serves the episode\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(3)
 
 
 async def run(coro: Any, timeout: float | None, module_file: str | None = None, grace: float = 1.0) -> Any:
@@ -127,6 +163,7 @@ async def run(coro: Any, timeout: float | None, module_file: str | None = None, 
     if _current is not None:
         raise RuntimeError("an inline call is already running")
     slot = Slot(None if timeout is None else time.monotonic() + timeout)
+    _watch_loop(timeout, module_file)
     _current = slot
     try:
         return await _drive(coro, slot)
@@ -138,6 +175,16 @@ async def run(coro: Any, timeout: float | None, module_file: str | None = None, 
     finally:
         _disarm()
         _current = None
+
+
+def _watch_loop(timeout: float | None, module_file: str | None) -> None:
+    global _loop, _loop_limit, _module_file
+    loop = asyncio.get_running_loop()
+    if _loop is not loop:
+        _loop = loop
+        _beat()
+    _loop_limit = None if timeout is None else timeout + STUCK_AFTER
+    _module_file = module_file
 
 
 LEFT_RECHECK = 0.02  # how often a timed-out call looks whether the work its handler left has ended
