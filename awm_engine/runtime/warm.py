@@ -465,7 +465,7 @@ class Service:
             max_age = request.setdefault("max_age", 0.0)
             ok = isinstance(request.get("recipe"), str) and isinstance(request.get("load"), dict) and \
                 isinstance(request.get("template"), str) and type(max_age) in (int, float) and \
-                0 <= max_age < float("inf")
+                max_age >= 0  # (NaN is not)
             if ok:
                 self._bind(request)
             writer.write(json.dumps({"ok": ok}).encode())
