@@ -395,8 +395,11 @@ class Episode:
             before = _db_stamp(self.final_db) if timeout is not None else None
             token = current_episode.set(self)
             try:
-                response = await inline_call.run(asgi_request(self.loaded.app, request), timeout)
+                response = await inline_call.run(asgi_request(self.loaded.app, request), timeout,
+                                                 self._module_file(), STUCK_GRACE)
             except ToolCallTimeout as exc:
+                if getattr(exc, "left_running", False):  # its work goes on where no exception reaches
+                    self.stuck = True
                 stopped = self._stopped(name, exc, started)
                 note = "; it had already changed the database" if _db_stamp(self.final_db) != before else ""
                 return ToolResult(f"Error calling {name}: timed out after {timeout:.1f}s{note}", True,

@@ -340,6 +340,8 @@ class Service:
                 float(os.environ.get("AWM_LOAD_TIMEOUT") or 120))
             if not answer.get("ok"):
                 raise ValueError(f"the load failed: {str(answer.get('error'))[:200]}")
+            # kept before anything more is awaited: a newer bind or the service stopping ends it from here on
+            self.bound = (request["recipe"], worker, time.monotonic(), float(request["max_age"]))
         except BaseException as exc:  # a failure, a newer bind or the service stopping: nothing of it stays
             _log(f"binding spare {worker.index} to {request.get('load', {}).get('scenario')!r}: {exc!r}")
             self._end(worker)
@@ -349,7 +351,6 @@ class Service:
         finally:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(_discard, worker.home, incoming)
-        self.bound = (request["recipe"], worker, time.monotonic(), float(request.get("max_age") or 0))
         _log(f"spare {worker.index} bound to {load.get('scenario')!r} (pid {worker.proc.pid})")
 
     async def _ask(self, worker: Any, message: bytes, timeout: float) -> dict[str, Any]:
@@ -461,8 +462,10 @@ class Service:
             writer.close()
             return
         if op == "bind":
+            max_age = request.setdefault("max_age", 0.0)
             ok = isinstance(request.get("recipe"), str) and isinstance(request.get("load"), dict) and \
-                isinstance(request.get("template"), str)
+                isinstance(request.get("template"), str) and type(max_age) in (int, float) and \
+                max_age >= 0  # (NaN is not)
             if ok:
                 self._bind(request)
             writer.write(json.dumps({"ok": ok}).encode())
