@@ -243,3 +243,20 @@ def test_a_bind_whose_load_fails_leaves_nothing(tmp_path, service_dir):
     lease.close()
     assert warm.bind_next(recipe, load, str(tmp_path / "no such template.db"), max_age=600)
     until(lambda: log(service_dir).count("binding spare") >= 2, "the second failed bind")
+
+
+def test_a_bind_never_reads_a_template_that_is_not_a_regular_file(tmp_path, service_dir):
+    """A FIFO would block the service's copy, a symlink could point anywhere: both refused, nothing left bound."""
+    recipe, load, template = _recipe_and_load(tmp_path)
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.db"
+    link.symlink_to(template)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    for n, bad in enumerate((fifo, link), 1):  # one after the other (a newer bind cancels the one before)
+        assert warm.bind_next(recipe, load, str(bad), max_age=600)
+        until(lambda: log(service_dir).count("is not a regular file") >= n, f"refusal {n}")
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is False
+    lease.close()

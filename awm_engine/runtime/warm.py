@@ -334,7 +334,10 @@ class Service:
         incoming = "incoming-bound.db"
         try:
             load = {k: v for k, v in request["load"].items() if k not in ("template", "workdir", "id", "op")}
-            await asyncio.to_thread(_give_template, Path(request["template"]), worker.home, incoming)
+            template = Path(request["template"])
+            if not stat.S_ISREG(os.lstat(template).st_mode):  # a symlink, FIFO or device: never followed or read
+                raise ValueError(f"{template} is not a regular file")
+            await asyncio.to_thread(_give_template, template, worker.home, incoming)
             answer = await self._ask(worker, protocol.request(
                 1, "load", **load, template=str(worker.home / incoming), workdir=str(worker.home)),
                 float(os.environ.get("AWM_LOAD_TIMEOUT") or 120))
