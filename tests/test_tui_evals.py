@@ -1,7 +1,9 @@
 """The evaluation dashboard follows a running evaluation live and drills down into a rollout's replay."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from awm_tui.app import AwmApp
 from awm_tui.screens.evals import EvalScreen
@@ -25,14 +27,24 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
             screen = app.screen
             assert isinstance(screen, EvalScreen)
             rollouts = screen.query_one("#rollout-table", VirtualTable)
-            for _ in range(600):
+            deadline = time.monotonic() + 600  # a condition, not a pause: a busy machine runs the evaluation slowly
+            held = False
+            while time.monotonic() < deadline:
                 await pilot.pause(0.1)
                 if screen.view is None and out.exists():
                     screen.reload_runs()
                 seen.append(rollouts.row_count)
-                if rollouts.row_count == 30 and proc.poll() is not None:
+                # part-way, held there (the evaluation stopped) until the dashboard shows it: never a race with a
+                # fast run or a slow screen
+                if not held and 0 < _lines(out / "results.jsonl") < 30:
+                    proc.send_signal(signal.SIGSTOP)
+                    held = True
+                if held and proc.poll() is None and 0 < rollouts.row_count < 30:
+                    proc.send_signal(signal.SIGCONT)
+                head = str(screen.query_one("#run-head").render())
+                if rollouts.row_count == 30 and proc.poll() is not None and "finished" in head and \
+                        "rollouts 30/30" in head:
                     break
-            await pilot.pause(1.5)
             head = str(screen.query_one("#run-head").render())
             assert "rollouts 30/30" in head and "mean reward 1.000" in head and "pass@2 1.000" in head and "pass^2 1.000" in head
             assert "finished" in head
@@ -46,5 +58,13 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
             await app.workers.wait_for_complete()
     finally:
         if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
         proc.wait(30)
+
+
+def _lines(path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
