@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from awm_engine.runtime import warm
-from tests.test_inline_call import SLOW, own_tmp
+from tests.test_inline_call import LOAD_TINY, SLOW, own_tmp
 from tests.test_warm import service_dir  # noqa: F401 - the fixture
 from tests.tinyenv import make_env_dir
 
@@ -68,18 +68,7 @@ async def fire_and_forget():
     return NoteList(notes=[])
 '''
 
-WAITS = r'''
-import asyncio, os, sys, tempfile
-from pathlib import Path
-from awm_engine.data.catalog import Catalog
-from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime.inprocess import Episode, LoadedEnv
-
-scenario = Catalog.load([sys.argv[1]]).get("tiny")
-work = Path(tempfile.mkdtemp())
-template, _ = TemplateCache(work / "tpl").get(scenario)
-env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
-
+WAITS = LOAD_TINY + r'''
 async def main():
     episode = Episode(env, run_dir=work / "run")
     result = await episode.call_tool_inline("fire_and_forget", {}, 0.3)
@@ -90,18 +79,8 @@ asyncio.run(main())
 '''
 
 
-SCRIPT = r'''
-import asyncio, json, os, sys, tempfile
-from pathlib import Path
-from awm_engine.data.catalog import Catalog
-from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime.inprocess import Episode, LoadedEnv
-
-data, calls = sys.argv[1], json.loads(sys.argv[2])
-scenario = Catalog.load([data]).get("tiny")
-work = Path(tempfile.mkdtemp())
-template, _ = TemplateCache(work / "tpl").get(scenario)
-env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
+SCRIPT = LOAD_TINY + r'''
+calls = json.loads(sys.argv[2])
 
 async def main():
     out = []
@@ -186,14 +165,7 @@ async def yields():
         raise
 '''
 
-DRIVER = r'''
-import asyncio, collections, json, os, signal, sys, tempfile, time
-from pathlib import Path
-from awm_engine.data.catalog import Catalog
-from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime import inline_call
-from awm_engine.runtime.inprocess import Episode, LoadedEnv
-
+DRIVER = LOAD_TINY + r'''
 # the signal handled in the driver's own frame (as when it lands right after the handler yielded): never raised there
 assert inline_call.ready()
 slot = inline_call._current = inline_call.Slot(time.monotonic() - 1)
@@ -204,10 +176,6 @@ inline_call._disarm()
 inline_call._current = None
 driver.close()
 
-scenario = Catalog.load([sys.argv[1]]).get("tiny")
-work = Path(tempfile.mkdtemp())
-template, _ = TemplateCache(work / "tpl").get(scenario)
-env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
 
 async def main():
     episode = Episode(env, run_dir=work / "run")

@@ -60,19 +60,23 @@ async def write_then_spin(req: NoteIn):
         pass
 '''
 
-SCRIPT = r'''
-import asyncio, json, os, sys, tempfile, time
+LOAD_TINY = r'''
+import asyncio, collections, json, os, signal, sys, tempfile, time
 from pathlib import Path
 from awm_engine.data.catalog import Catalog
 from awm_engine.db.templates import TemplateCache
-from awm_engine.runtime.inprocess import Episode, LoadedEnv
 from awm_engine.runtime import inline_call
+from awm_engine.runtime.inprocess import Episode, LoadedEnv
 
-data, calls = sys.argv[1], json.loads(sys.argv[2])
-scenario = Catalog.load([data]).get("tiny")
+scenario = Catalog.load([sys.argv[1]]).get("tiny")
 work = Path(tempfile.mkdtemp())
 template, _ = TemplateCache(work / "tpl").get(scenario)
 env = LoadedEnv(scenario.key, scenario.code, template, work / "w")
+'''  # the start of a child script: the tiny scenario (data directory: argv[1]) loaded in a fresh Python
+
+
+SCRIPT = LOAD_TINY + r'''
+calls = json.loads(sys.argv[2])
 
 async def main():
     out = []
