@@ -380,6 +380,7 @@ class Service:
 
     async def _launch(self) -> Any:
         """A new spare sandbox, started and warmed up (answering a ping), or None (it failed; logged)."""
+        from awm_engine.runtime import protocol
         from awm_engine.runtime.pool import WorkerProcess, launch_worker
 
         self.count += 1
@@ -393,17 +394,7 @@ class Service:
             worker.proc, worker.sandbox = launched.proc, launched.sandbox
             worker.control, worker.channel, worker.output = launched.control, launched.channel, read_end
             read_end = -1
-            # ready when it answers a ping (imported and warmed up)
-            loop = asyncio.get_running_loop()
-            launched.control.setblocking(False)
-            await loop.sock_sendall(launched.control, b'{"id": 0, "op": "ping"}\n')
-            answer = b""
-            while not answer.endswith(b"\n"):
-                chunk = await asyncio.wait_for(loop.sock_recv(launched.control, 4096), 300)
-                if not chunk:
-                    raise OSError("the spare exited while starting")
-                answer += chunk
-            launched.control.setblocking(True)
+            await self._ask(worker, protocol.request(0, "ping"), 300)  # ready: imported and warmed up
         except BaseException as exc:  # a failure, or the service stopping meanwhile: nothing of it stays
             _log(f"spare {worker.index} did not start: {exc!r}")
             self._end(worker)
