@@ -209,6 +209,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         tasks: list[asyncio.Task] = []
         try:
             await start_serving()
+            _SERVED.append(out)
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
@@ -310,9 +311,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run_async(_serve(args), sigterm_code=0)
-    except KeyboardInterrupt:
-        stderr.print("stopped before serving")
+    except KeyboardInterrupt:  # a second Ctrl-C (or SIGTERM) while the first one's clean-up ran, or one before serving
+        stderr.print(f"interrupted while stopping; the session is in {_SERVED[-1]}" if _SERVED else
+                     "stopped before serving")
         return 0
+
+
+_SERVED: list[Path] = []  # the session directory, once the episode is served (what a second interrupt reports)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
