@@ -101,27 +101,50 @@ _sigterm: dict[str, bool] | None = None  # the state of the running ``run_async`
 
 
 def ignore_sigterm() -> None:
-    """From now on a SIGTERM does not stop the running ``run_async`` (its clean-up has started: interrupting it
-    would leave what it is removing behind)."""
+    """From now on a SIGTERM (and, under ``run_async(..., own_sigint=True)``, a Ctrl-C) does not stop the running
+    ``run_async`` (its clean-up has started: interrupting it would leave what it is removing behind)."""
     if _sigterm is not None:
         _sigterm["ignored"] = True
 
 
-def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED) -> Any:
+STILL_STOPPING = b"still stopping: the clean-up finishes on its own (SIGKILL abandons it)\n"
+
+
+def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED, own_sigint: bool = False) -> Any:
     """``asyncio.run(main)`` with SIGTERM handled as Ctrl-C is: the main task is cancelled, so every clean-up in it
     runs (pools closed, sandboxes stopped, their directories and mounts removed), and then ``Terminated`` is raised
     (exit ``sigterm_code``). SIGTERMs after the first, or after ``ignore_sigterm``, are ignored until the loop is
     gone: they would only interrupt the clean-up (SIGKILL still stops the process; the next pool start sweeps what
-    it left)."""
-    global _sigterm
-    state: dict[str, Any] = {"terminated": False, "ignored": False, "task": None, "loop": None}
+    it left).
 
-    def on_sigterm(signum, frame) -> None:
-        if state["terminated"] or state["ignored"]:
+    ``own_sigint``: Ctrl-C too is handled here rather than by asyncio's runner (whose second SIGINT raises
+    ``KeyboardInterrupt`` wherever the clean-up happens to be): the first SIGINT or SIGTERM cancels the main task
+    (a task that returns all the same returns its value; one that is cancelled raises ``KeyboardInterrupt`` for a
+    SIGINT), and every later one is ignored with a note on stderr — a SIGINT sent by ``timeout`` and by the user at
+    once, or a second Ctrl-C, no longer cuts short the saving of what the first one stops. Once the loop is gone
+    both signals stay ignored (the process is on its way out: one landing now would only change its exit code);
+    it is meant for a command's last act."""
+    global _sigterm
+    state: dict[str, Any] = {"terminated": False, "interrupted": False, "ignored": False, "task": None,
+                             "loop": None, "noted": False}
+
+    def on_signal(signum, frame) -> None:
+        if state["terminated"] or state["ignored"] or (own_sigint and state["interrupted"]):
+            if own_sigint and not state["noted"] and state["task"] is not None:
+                state["noted"] = True
+                try:
+                    os.write(2, STILL_STOPPING)
+                except OSError:
+                    pass
             return
-        state["terminated"] = True
-        if state["task"] is None:  # before the loop runs: nothing to clean up yet
-            raise Terminated(sigterm_code)
+        if signum == signal.SIGINT:
+            state["interrupted"] = True
+            if state["task"] is None:
+                raise KeyboardInterrupt
+        else:
+            state["terminated"] = True
+            if state["task"] is None:  # before the loop runs: nothing to clean up yet
+                raise Terminated(sigterm_code)
         state["loop"].call_soon_threadsafe(state["task"].cancel)
 
     async def wrapper() -> Any:
@@ -131,20 +154,23 @@ def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED) ->
         finally:
             state["ignored"] = True  # asyncio.run's own shutdown (cancelling what is left) runs undisturbed
 
-    previous = None
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, on_sigterm)
+        for signum in (signal.SIGTERM, signal.SIGINT) if own_sigint else (signal.SIGTERM,):
+            previous[signum] = signal.signal(signum, on_signal)
     _sigterm = state
     try:
         return asyncio.run(wrapper())
     except (asyncio.CancelledError, KeyboardInterrupt) as exc:
         if state["terminated"] and not isinstance(exc, Terminated):
             raise Terminated(sigterm_code) from None
+        if isinstance(exc, asyncio.CancelledError) and state["interrupted"]:
+            raise KeyboardInterrupt from None
         raise
     finally:
         _sigterm = None
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_IGN if own_sigint else handler)
         if inspect.getcoroutinestate(main) == inspect.CORO_CREATED:  # stopped before it started
             main.close()
 

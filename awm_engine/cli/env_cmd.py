@@ -307,11 +307,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     and its sandbox stopped and removed. Either one, while serving or still loading, exits 0."""
     import signal
 
-    # Ctrl-C stops the server even when it was started with SIGINT ignored (a background job of a shell)
+    # Ctrl-C stops the server even when it was started with SIGINT ignored (a background job of a shell); once
+    # the loop runs, run_async owns it: the first Ctrl-C or SIGTERM stops the server, later ones are ignored while
+    # the clean-up saves the databases (a SIGINT from ``timeout`` and one from the user at once cost nothing)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return run_async(_serve(args), sigterm_code=0)
-    except KeyboardInterrupt:  # a second Ctrl-C (or SIGTERM) while the first one's clean-up ran, or one before serving
+        return run_async(_serve(args), sigterm_code=0, own_sigint=True)
+    except KeyboardInterrupt:  # a Ctrl-C before serving, or one that cancelled the clean-up itself
         stderr.print(f"interrupted while stopping; the session is in {_SERVED[-1]}" if _SERVED else
                      "stopped before serving")
         return 0
