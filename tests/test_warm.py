@@ -260,3 +260,108 @@ def test_a_bind_never_reads_a_template_that_is_not_a_regular_file(tmp_path, serv
     lease = warm.take(recipe=recipe)
     assert lease is not None and lease.bound is False
     lease.close()
+
+
+# -- prepare: a server's scenario loaded into the spare while the server itself starts ---------------------------------
+
+SAMPLES = str(Path(__file__).resolve().parents[1] / "sample_envs")
+
+
+def _built(tmp_path, key: str = SCENARIO):
+    """The scenario's template built where a server of this test builds it (``AWM_CACHE_DIR``/templates), and the
+    recipe a server's take names for it (``EnvPool._recipe``'s computation)."""
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache
+    from awm_engine.runtime.pool import TemplateState
+
+    scenario = Catalog.load([SAMPLES]).get(key)
+    template = TemplateState(*TemplateCache(tmp_path / "cache" / "templates").get(scenario))
+    return warm.recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at)
+
+
+def test_a_prepare_resolves_the_recipe_the_server_takes(tmp_path, monkeypatch):
+    """``resolve_prepare`` under the server's variables names the recipe the server's pool names; anything that
+    does not resolve to a built, fresh template of a code scenario is nothing to load."""
+    monkeypatch.setenv("AWM_CACHE_DIR", str(tmp_path / "cache"))
+    recipe = _built(tmp_path)
+    env = {"AWM_CACHE_DIR": str(tmp_path / "cache")}
+    ok = {"op": "prepare", "scenario": SCENARIO, "data": [SAMPLES], "template_max_age": None, "env": env}
+    resolved = warm.resolve_prepare(ok)
+    assert resolved["recipe"] == recipe and resolved["load"]["scenario"] == SCENARIO
+    assert resolved["max_age"] == 300.0 and Path(resolved["template"]).is_file()
+    assert warm.resolve_prepare({**ok, "scenario": "Maple Library Lending"})["recipe"] == recipe  # as the CLI names
+    for bad in ({"scenario": "no_such_scenario"}, {"scenario": "riverside_clinic_appointments"},  # not built
+                {"data": ["sample_envs"]}, {"data": SAMPLES}, {"data": [7]}, {"scenario": None},
+                {"scenario": ["x"]}, {"template_max_age": -1}, {"template_max_age": "300"},
+                {"template_max_age": float("nan")}, {"template_max_age": 0},
+                {"env": {"AWM_CACHE_DIR": str(tmp_path / "empty")}},  # another cache: not built there
+                {"env": {**env, "AWM_WARM_IDLE": "0"}}, {"data": [str(tmp_path)]}):
+        assert warm.resolve_prepare({**ok, **bad}) is None, bad
+
+
+def test_a_prepare_loads_the_scenario_into_the_spare_before_the_take(tmp_path, service_dir):
+    from awm_engine.runtime.warm_socket import send_prepare
+
+    recipe = _built(tmp_path)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    assert send_prepare(SCENARIO, [SAMPLES], None)
+    until(lambda: f"bound to '{SCENARIO}'" in log(service_dir), "the prepared spare")
+    assert "prepare: spare" in log(service_dir)
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is True
+    lease.close()
+
+
+def test_requests_a_prepare_cannot_use_bind_nothing_and_leave_the_spare(tmp_path, service_dir):
+    """Garbage, unknown scenarios, relative directories, a template never built, a line past the limit: the service
+    goes on, and its spare stays unbound for the next take."""
+    from awm_engine.runtime.warm_socket import send_prepare
+
+    _built(tmp_path)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    path = service_dir / "warm.sock"
+    for line in (b"not json\n", b'{"op": "prepare"}\n', b'{"op": "prepare", "scenario": 7, "data": {}}\n',
+                 json.dumps({"op": "prepare", "scenario": SCENARIO, "data": ["relative"]}).encode() + b"\n",
+                 json.dumps({"op": "prepare", "scenario": SCENARIO,  # a variable that is not a string: dropped (no template)
+                            "env": {"AWM_CACHE_DIR": 5, "HOME": str(tmp_path / "home")}}).encode() + b"\n",
+                 b'{"op": "prepare", "scenario": "' + b"x" * (70 << 20) + b'"}\n'):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(path))
+            try:
+                sock.sendall(line)
+            except OSError:  # the service closed a line past its limit
+                pass
+    assert send_prepare("no_such_scenario", [SAMPLES], None)
+    assert send_prepare(SCENARIO, [str(tmp_path / "missing")], None)
+    assert not send_prepare(SCENARIO, ["x" * (2 << 20)], None)  # past the prepare limit: never sent
+    lease = warm.take(recipe="any")  # served in order after every request above: the unbound spare is still there
+    assert lease is not None and lease.bound is False
+    lease.close()
+    assert "bound to" not in log(service_dir)
+
+
+def test_a_server_takes_the_spare_its_own_prepare_loaded(tmp_path, service_dir, monkeypatch):
+    """A server whose scenario no spare is bound to: its module is loaded into the ready spare while the server
+    starts (``awm env serve`` sends the prepare first thing), and its clients see what a server that loaded it in a
+    worker of its own shows them. The take waits for that load as long as it takes here (no timing in the test)."""
+    _built(tmp_path)  # the template exists: the prepare resolves
+    monkeypatch.setenv("AWM_WARM_PREPARED_WAIT", "300")  # the service's (started below) and the servers'
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    assert "bound to" not in log(service_dir)
+    first, port, out = serve(tmp_path, "prepared")
+    try:
+        session = json.loads((out / "session.json").read_text())
+        assert (session["worker"], session["worker_bound"]) == ("warm", True)
+        prepared = tools_and_call(port)
+    finally:
+        stop(first)
+    assert "prepare: spare" in log(service_dir)
+    own, port, out = serve(tmp_path, "own", {"AWM_WARM": "0"})
+    try:
+        assert json.loads((out / "session.json").read_text())["worker"] == "own"
+        assert tools_and_call(port) == prepared
+    finally:
+        stop(own)

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table as RichTable
 
 from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
@@ -122,9 +120,11 @@ def templates_from_args(args: argparse.Namespace) -> TemplateCache:
 async def _serve(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import HOST, listen
 
+    import sys as _s; _s.stderr.write(f"T serve-start {time.time():.3f}\n")
     result_cap = result_cap_from_args(args)
     catalog = load_catalog(args, quiet=args.stdio)
     scenario = get_scenario(catalog, args.scenario)
+    _s.stderr.write(f"T catalog {time.time():.3f}\n")
     if args.task is not None and not 0 <= args.task < len(scenario.tasks):
         raise CliError(f"{scenario.key} has no task {args.task}")
     out = Path(args.out) if args.out else Path("outputs") / "servers" / (
@@ -162,8 +162,10 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
     calls = CallsLog(out / "calls.jsonl")
     try:
         await pool.start(warm_for=scenario)
+        import sys as _s; _s.stderr.write(f"T pool-started {time.time():.3f}\n")
         try:
             episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
+            _s.stderr.write(f"T opened {time.time():.3f}\n")
         except EnvLoadError as exc:
             raise CliError(str(exc), 1) from None
         (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
@@ -210,6 +212,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         try:
             await start_serving()
             _SERVED.append(out)
+            _s.stderr.write(f"T served {time.time():.3f}\n")
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
@@ -335,6 +338,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"url": args.url, "running": bool(tools), "tools": tools})
         return 0 if tools else 1
+    from rich.table import Table as RichTable  # here, not at the top: env serve starts without it
+
     table = RichTable(title=f"{len(tools)} tools at {args.url}")
     table.add_column("tool")
     table.add_column("parameters")
@@ -396,6 +401,8 @@ async def over_scenarios(args: argparse.Namespace, scenarios: list, what: str, c
     async with EnvPool(workers=args.workers, schema_check=args.protocol,
                        templates=templates_from_args(args)) as pool:
         limit = asyncio.Semaphore(pool.n_workers)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=stderr, transient=True) as progress:
             job = progress.add_task(what, total=len(scenarios))
@@ -427,6 +434,8 @@ async def _test(args: argparse.Namespace) -> int:
         print_json([{**r.to_dict(), "verdict": v, "problem_counts": d.counts(),
                      "problems": [p.to_dict() for p in d.problems]} for (r, d), v in zip(results, verdicts)])
     else:
+        from rich.table import Table as RichTable
+
         table = RichTable(title=f"health of {len(reports)} environment{'' if len(reports) == 1 else 's'}")
         for col in ("scenario", "status", "loads", "tools", "GET calls", "ok", "5xx", "4xx", "other", "seconds",
                     "problems"):

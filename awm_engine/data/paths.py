@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Mapping
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the awm_engine package
 
@@ -37,10 +38,13 @@ def sample_envs_dir() -> Path:
         "or give the data directories (--data DIR, Catalog.load([DIR]), AWM_SAMPLE_ENVS)")
 
 
-def cache_dir() -> Path:
-    """Root of awm's caches (``AWM_CACHE_DIR``, else ``$XDG_CACHE_HOME/awm``, else ``~/.cache/awm``)."""
-    override = os.environ.get("AWM_CACHE_DIR")
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Root of awm's caches (``AWM_CACHE_DIR``, else ``$XDG_CACHE_HOME/awm``, else ``~/.cache/awm``), under
+    ``environ`` (default: this process's environment)."""
+    env = os.environ if environ is None else environ
+    override = env.get("AWM_CACHE_DIR")
     if override:
         return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    home = env.get("HOME") if environ is not None else None
+    base = env.get("XDG_CACHE_HOME") or str((Path(home) if home else Path.home()) / ".cache")
     return Path(base) / "awm"

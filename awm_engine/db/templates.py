@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from awm_engine.data.catalog import Scenario
 from awm_engine.data.paths import cache_dir
@@ -35,9 +35,10 @@ def _lock_for(path: Path) -> threading.Lock:
         return _locks.setdefault(str(path), threading.Lock())
 
 
-def max_age_from_env(default: float = DEFAULT_MAX_AGE) -> float:
-    """``AWM_TEMPLATE_MAX_AGE`` in seconds (``inf``: never expire); ``default`` when unset or not a number >= 0."""
-    raw = os.environ.get(MAX_AGE_ENV, "").strip()
+def max_age_from_env(default: float = DEFAULT_MAX_AGE, environ: Mapping[str, str] | None = None) -> float:
+    """``AWM_TEMPLATE_MAX_AGE`` in seconds (``inf``: never expire); ``default`` when unset or not a number >= 0.
+    ``environ``: another process's variables (default: this one's)."""
+    raw = str((os.environ if environ is None else environ).get(MAX_AGE_ENV, "")).strip()
     try:
         value = float(raw) if raw else default
     except ValueError:

@@ -41,37 +41,19 @@ from typing import Any
 from awm_engine.sandbox import safe_fs
 from awm_engine.sandbox.output import copy_capped
 
-ENV_OFF = "AWM_WARM"
-ENV_DIR = "AWM_WARM_DIR"
+from awm_engine.runtime.warm_socket import ENV_DIR, ENV_OFF, SOCKET, enabled, service_dir  # noqa: F401
+from awm_engine.runtime.warm_socket import private_dir as _private_dir
+
 ENV_IDLE = "AWM_WARM_IDLE"
 IDLE = 600.0
-TAKE_TIMEOUT = 2.0  # seconds a server waits for the service's answer before starting its own worker
-SOCKET = "warm.sock"
+# seconds a take waits for its scenario's module, being loaded into the spare by a prepare (``AWM_WARM_PREPARED_WAIT``)
+PREPARED_WAIT = float(os.environ.get("AWM_WARM_PREPARED_WAIT") or 5.0)
+# seconds a server waits for the service's answer before starting its own worker (a take may wait for a prepare)
+TAKE_TIMEOUT = PREPARED_WAIT + 2.0
 MESSAGE = 1 << 16
 BIND_LIMIT = 64 << 20  # bytes of one request line (a ``bind`` carries the environment's code)
 # what a spare was started with must be what the taker would start it with: variables that change a sandbox
 _IGNORED = ("AWM_WARM", "AWM_CACHE_DIR", "AWM_SERVE_", "AWM_CONFIG_DIR")
-
-
-def enabled() -> bool:
-    return os.environ.get(ENV_OFF, "1") not in ("0", "false", "no", "off")
-
-
-def service_dir() -> Path:
-    return Path(os.environ.get(ENV_DIR) or Path(tempfile.gettempdir()) / f"awm-warm-{os.getuid()}")
-
-
-def _private_dir(path: Path) -> Path:
-    """``path`` as a directory of this user's alone (made 0700 when missing); ValueError when it is anything else
-    (a symlink, someone else's, open to others)."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise ValueError(f"{path} is not a private directory of this user's")
-    return path
 
 
 def signature() -> str:
@@ -191,6 +173,51 @@ def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float, 
         return False
 
 
+def resolve_prepare(request: dict[str, Any]) -> dict[str, Any] | None:
+    """What a ``prepare`` (``warm_socket.send_prepare``) asks this service to load, resolved as the server resolves
+    it (its catalog, its template cache under its variables): the ``recipe`` the server's take will name, the
+    ``load`` fields, the ``template`` path and how long the spare may stay bound (``max_age``). None when there is
+    nothing to load ahead: an unknown scenario, a hosted one, no code, a template not built yet or expired (the
+    server builds it), templates built for every episode."""
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache, max_age_from_env
+    from awm_engine.runtime.hosted import is_hosted
+    from awm_engine.runtime.pool import TemplateState
+
+    env = request.get("env") if isinstance(request.get("env"), dict) else {}
+    env = {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
+    data, name, max_age = request.get("data"), request.get("scenario"), request.get("template_max_age")
+    if not isinstance(name, str) or not (data is None or isinstance(data, list) and
+                                         all(isinstance(d, str) and os.path.isabs(d) for d in data)):
+        return None
+    if max_age is not None and not (type(max_age) in (int, float) and max_age >= 0):
+        return None
+    try:
+        scenario = Catalog.load(data).get(name)
+    except (KeyError, OSError, ValueError):
+        return None
+    if is_hosted(scenario) or scenario.code is None:
+        return None
+    from awm_engine.data.paths import cache_dir
+
+    cache = TemplateCache(cache_dir(env) / "templates", max_age_from_env(environ=env) if max_age is None else max_age)
+    cached = cache._cached(*cache.paths(scenario))
+    if cached is None or cached[1].time_dependent is None or cache.expired(cached[1]):
+        return None
+    template = TemplateState(*cached)
+    try:
+        idle = float(env.get(ENV_IDLE) or IDLE)
+    except ValueError:
+        idle = IDLE
+    bound_for = min(cache.max_age, idle)
+    if not bound_for > 0 or template.digest is None:
+        return None
+    return {"recipe": recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at),
+            "load": {"scenario": scenario.key, "code": scenario.code, "template_built_at": template.report.built_at,
+                     "template_digest": template.digest},
+            "template": str(template.path), "max_age": bound_for}
+
+
 def ensure_service() -> None:
     """Start the service if none answers (detached; it outlives this process). Never raises: a server works without
     it, only slower to start."""
@@ -243,6 +270,7 @@ class Service:
         # a spare bound ahead to the scenario of a server's ``bind_next``: (recipe, worker, bound at, max age)
         self.bound: tuple[str, Any, float, float] | None = None
         self.binding: asyncio.Task | None = None
+        self.binding_recipe: str | None = None  # what ``binding`` loads
         self.leases: set[asyncio.Task] = set()
         self.last_activity = time.monotonic()
         self.stopping = asyncio.Event()
@@ -270,6 +298,7 @@ class Service:
                     await asyncio.wait_for(self.stopping.wait(), 5.0)
                 if not self.leases and time.monotonic() - self.last_activity > self.idle:
                     break
+                self._replenish()  # a spare a prepare took for a server that never came for it
         finally:
             self.stopping.set()
             server.close()
@@ -317,18 +346,43 @@ class Service:
             self._end(self.bound[1])
             self.bound = None
 
-    def _bind(self, request: dict[str, Any]) -> None:
-        """A new spare, bound to the scenario of ``request`` (``bind_next``); the one bound before is removed."""
+    def _bind(self, request: dict[str, Any], worker: Any = None) -> None:
+        """A spare bound to the scenario of ``request``: a new one (``bind_next``), or ``worker``, the ready spare
+        (``prepare``); the one bound before is removed."""
         if self.binding is not None and not self.binding.done():
             self.binding.cancel()
         self._unbind()
-        self.binding = asyncio.create_task(self._bind_spare(request))
+        self.binding_recipe = request["recipe"]
+        self.binding = asyncio.create_task(self._bind_spare(request, worker))
 
-    async def _bind_spare(self, request: dict[str, Any]) -> None:
+    async def _prepare(self, request: dict[str, Any]) -> None:
+        """A server about to start asks for its scenario's module in the ready spare (``warm_socket.send_prepare``)
+        while it imports what it needs: its take, a few hundred milliseconds later, finds it loaded or waits for it
+        (``PREPARED_WAIT``). Nothing happens when the scenario does not resolve, the spare is bound to it already,
+        or there is no ready spare; the next spare starts once the server has taken this one."""
+        try:
+            resolved = await asyncio.to_thread(resolve_prepare, request)
+        except Exception as exc:  # noqa: BLE001 - a prepare is only ever a head start
+            _log(f"prepare {str(request.get('scenario'))[:100]!r}: {exc!r}")
+            return
+        if resolved is None or self.stopping.is_set():
+            return
+        if self.bound is not None and self.bound[0] == resolved["recipe"] and self.bound[1].proc.poll() is None:
+            return
+        if self.binding is not None and not self.binding.done() and self.binding_recipe == resolved["recipe"]:
+            return
+        if self.spare is None or self.spare.proc.poll() is not None:
+            return
+        worker, self.spare = self.spare, None
+        _log(f"prepare: spare {worker.index} for {resolved['load']['scenario']!r}")
+        self._bind(resolved, worker)
+
+    async def _bind_spare(self, request: dict[str, Any], worker: Any = None) -> None:
         from awm_engine.runtime import protocol
         from awm_engine.runtime.pool import _discard, _give_template
 
-        worker = await self._launch()
+        if worker is None:
+            worker = await self._launch()
         if worker is None:
             return
         incoming = "incoming-bound.db"
@@ -445,6 +499,10 @@ class Service:
             await writer.drain()
             writer.close()
             return
+        if op == "prepare" and not self.stopping.is_set():  # no signature (not computed this early): a stale
+            writer.close()  # service's bound spare is never taken, the take stops it
+            await self._prepare(request)
+            return
         if op not in ("take", "bind") or self.stopping.is_set():
             writer.close()
             return
@@ -467,6 +525,16 @@ class Service:
             writer.close()
             return
         bound = False
+        if request.get("recipe") is not None and self.binding is not None and not self.binding.done() and \
+                self.binding_recipe == request.get("recipe"):  # its module is being loaded (a prepare): wait
+            binding = self.binding
+            try:
+                await asyncio.wait_for(asyncio.shield(binding), PREPARED_WAIT)
+            except (Exception, asyncio.CancelledError):  # failed, replaced or slow: what is bound now is seen below
+                if asyncio.current_task().cancelling():
+                    raise
+                if not binding.done():  # too slow (code that loops at import?): ended, not left loading
+                    binding.cancel()  # the server loads in a worker of its own, under its own load timeout
         if self.bound is not None:
             recipe, spare, since, max_age = self.bound
             if spare.proc.poll() is not None or time.monotonic() - since > max_age:  # gone, or bound too long ago
