@@ -120,11 +120,9 @@ def templates_from_args(args: argparse.Namespace) -> TemplateCache:
 async def _serve(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import HOST, listen
 
-    import sys as _s; _s.stderr.write(f"T serve-start {time.time():.3f}\n")
     result_cap = result_cap_from_args(args)
     catalog = load_catalog(args, quiet=args.stdio)
     scenario = get_scenario(catalog, args.scenario)
-    _s.stderr.write(f"T catalog {time.time():.3f}\n")
     if args.task is not None and not 0 <= args.task < len(scenario.tasks):
         raise CliError(f"{scenario.key} has no task {args.task}")
     out = Path(args.out) if args.out else Path("outputs") / "servers" / (
@@ -162,10 +160,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
     calls = CallsLog(out / "calls.jsonl")
     try:
         await pool.start(warm_for=scenario)
-        import sys as _s; _s.stderr.write(f"T pool-started {time.time():.3f}\n")
         try:
             episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
-            _s.stderr.write(f"T opened {time.time():.3f}\n")
         except EnvLoadError as exc:
             raise CliError(str(exc), 1) from None
         (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
@@ -212,7 +208,6 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         try:
             await start_serving()
             _SERVED.append(out)
-            _s.stderr.write(f"T served {time.time():.3f}\n")
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
