@@ -15,6 +15,12 @@ each series of calls begins once the machine is quiet (``wait_quiet``: CPUs less
 second — after an awm server starts, its warm service spends about 2 s of CPU preparing the next spare); the served
 process tree's RSS (the server and all its descendants, the sandboxed worker included) is read after the calls.
 Prints median and p95 per-call latency, median cold start and RSS per design, and the three ratios awm/reference.
+
+Each awm round first starts (and stops) a server of another scenario (``--other``, default the catalog's second):
+the measured server's scenario is never the one served last, so its module is not in a spare bound to it ahead
+(``bind_next``) but loaded while it starts (``prepare``) — the harder case. awm's modules are compiled to bytecode
+first, as an installed package's are (a checkout run with ``PYTHONDONTWRITEBYTECODE`` would compile them at every
+start).
 """
 from __future__ import annotations
 
@@ -166,6 +172,14 @@ def wait_quiet(busy_below: float = 0.25, window: float = 0.5, longest: float = 3
 
 
 def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> dict:
+    if kind == "awm" and args.other is not None:  # served last: the measured scenario is not
+        wait_quiet()
+        port = free_port()
+        proc = start_awm(args.other, args.data, work, port)
+        try:
+            cold_start(f"http://127.0.0.1:{port}/mcp", proc, time.perf_counter())
+        finally:
+            stop(proc)
     wait_quiet()
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -202,6 +216,8 @@ def main() -> int:
                         help="a venv with fastapi-mcp==0.4.0, uvicorn and sqlalchemy (not awm's .venv)")
     parser.add_argument("--data", action="append", default=[], help="AWM data directory (default: sample_envs/)")
     parser.add_argument("--scenario", default=None, help="scenario key (default: the catalog's first)")
+    parser.add_argument("--other", default=None,
+                        help="scenario served before each awm round (default: the catalog's second; 'none': none)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
@@ -227,17 +243,35 @@ def main() -> int:
 
 
 def run(args) -> int:
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "awm_engine"), quiet=1)
     catalog = Catalog.load(args.data or None)
     scenario = catalog.get(args.scenario) if args.scenario else next(iter(catalog))
+    others = [s for s in catalog if s.key != scenario.key]
+    args.other = None if args.other == "none" or not others else \
+        (catalog.get(args.other) if args.other else others[0])
     results: dict[str, list[dict]] = {"reference": [], "awm": []}
     with tempfile.TemporaryDirectory(prefix="serve_bench_") as tmp:
         work = Path(tmp)
         # the scenario's database, as awm builds it for an episode (the reference server opens a copy of it)
+        other, args.other = args.other, None
         warm = one("awm", args, scenario, Path(), work, None)  # also: the machine has served an environment
         db = next(work.glob("awm_*/initial.db"))
         tool = warm["tool"]
+        if other is not None:  # its template built (the prepare of a server of it loads only a built one)
+            port = free_port()
+            proc = start_awm(other, args.data, work, port)
+            try:
+                cold_start(f"http://127.0.0.1:{port}/mcp", proc, time.perf_counter())
+            finally:
+                stop(proc)
+        args.other = other
         print(f"{scenario.key}: tool {tool}; {args.rounds} rounds x {args.calls} calls, interleaved", flush=True)
         print(f"  first awm start of this run (no warm worker yet): cold {warm['cold'] * 1000:7.0f} ms", flush=True)
+        if args.other is not None:
+            print(f"  before each awm round: a server of {args.other.key} (the measured scenario is never the "
+                  "one served last)", flush=True)
         for r in range(args.rounds):
             for kind in (("reference", "awm") if r % 2 == 0 else ("awm", "reference")):
                 res = one(kind, args, scenario, db, work, tool)

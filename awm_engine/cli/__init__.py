@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare(argv)
     from rich.markup import escape
 
-    from awm_engine.cli.common import INPUT_ERRORS, CliError, Terminated, interrupted_code, stderr
+    from awm_engine.cli.common import CliError, Terminated, input_errors, interrupted_code, stderr
     from awm_engine.sandbox.host import harden_parent
     from awm_engine.sandbox.launcher import SandboxUnavailable
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except SandboxUnavailable as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 4
-    except (CliError, *INPUT_ERRORS) as exc:
+    except (CliError, *input_errors()) as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return getattr(exc, "code", 2)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (``Terminated``) in a verb that runs ``run_async``

@@ -25,10 +25,7 @@ from rich.segment import Segment
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.names import normalize_scenario_name
 from awm_engine.data.paths import MissingSampleEnvs
-from awm_engine.data.run_formats import RunFormatError
 from awm_engine.data.terminal import is_safe, json_visible, visible
-from awm_engine.eval.runner import RunLocked
-from awm_engine.eval.runs import NotAnEvalRun
 
 
 class SafeConsole(Console):
@@ -177,7 +174,14 @@ def run_async(main: Coroutine[Any, Any, Any], sigterm_code: int = TERMINATED, ow
 
 # engine errors that mean unusable input (a run file from a newer awm, a directory that is not a run, default data
 # that is missing): every verb reports them like a CliError, as ``error: …`` with exit code 2
-INPUT_ERRORS: tuple[type[Exception], ...] = (RunFormatError, NotAnEvalRun, RunLocked, MissingSampleEnvs)
+def input_errors() -> tuple[type[Exception], ...]:
+    """The engine errors of unusable input: imported when an error is being caught (``except (…,
+    *input_errors())`` evaluates it then), so a command that raises none never loads the evaluation modules."""
+    from awm_engine.data.run_formats import RunFormatError
+    from awm_engine.eval.runner import RunLocked
+    from awm_engine.eval.runs import NotAnEvalRun
+
+    return (RunFormatError, NotAnEvalRun, RunLocked, MissingSampleEnvs)
 
 
 def add_data_arg(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,6 @@ import socket
 import time
 from typing import Any
 
-import h11
 
 from awm_engine.runtime import http_guard
 from awm_engine.runtime.mcp_wire import PARSE_ERROR, HttpReply, WireServer, dumps, error_body
@@ -55,7 +54,8 @@ def http_date() -> str:
     return _date[1]
 
 
-def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: HttpReply, keep: bool = True) -> None:
+def _send(conn: "h11.Connection", writer: asyncio.StreamWriter, reply: HttpReply, keep: bool = True) -> None:
+    import h11
     headers = [("date", http_date()), *reply.headers, ("content-length", str(len(reply.body)))]
     if not keep:
         headers.append(("connection", "close"))
@@ -175,6 +175,8 @@ async def serve_connection(sock: socket.socket, prefix: bytes, server: WireServe
 async def _serve_h11(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, prefix: bytes, server: WireServer,
                      guard: Guard) -> None:
     """The rest of a connection through ``h11`` (chunked bodies, and the exact errors of malformed heads)."""
+    import h11  # here: the plain-head path (every MCP client's) and ``awm env serve``'s parent never need it
+
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
     if prefix:
         conn.receive_data(prefix)
