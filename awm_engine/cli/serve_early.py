@@ -32,4 +32,4 @@ def prepare(argv: list[str]) -> bool:
         return False
     from awm_engine.runtime.warm_socket import send_prepare
 
-    return send_prepare(known.scenario, known.data, known.template_max_age)
+    return send_prepare(known.scenario, known.data, known.template_max_age, unsafe="--unsafe-no-sandbox" in argv)

@@ -43,6 +43,8 @@ from awm_engine.sandbox.output import copy_capped
 
 from awm_engine.runtime.warm_socket import ENV_DIR, ENV_OFF, SOCKET, enabled, service_dir  # noqa: F401
 from awm_engine.runtime.warm_socket import private_dir as _private_dir
+from awm_engine.runtime.warm_socket import IGNORED as _IGNORED  # AWM_* variables that never change a sandbox
+from awm_engine.runtime.warm_socket import settings
 
 ENV_IDLE = "AWM_WARM_IDLE"
 IDLE = 600.0
@@ -52,8 +54,6 @@ PREPARED_WAIT = float(os.environ.get("AWM_WARM_PREPARED_WAIT") or 5.0)
 TAKE_TIMEOUT = PREPARED_WAIT + 2.0
 MESSAGE = 1 << 16
 BIND_LIMIT = 64 << 20  # bytes of one request line (a ``bind`` carries the environment's code)
-# what a spare was started with must be what the taker would start it with: variables that change a sandbox
-_IGNORED = ("AWM_WARM", "AWM_CACHE_DIR", "AWM_SERVE_", "AWM_CONFIG_DIR")
 
 
 def signature() -> str:
@@ -360,6 +360,9 @@ class Service:
         while it imports what it needs: its take, a few hundred milliseconds later, finds it loaded or waits for it
         (``PREPARED_WAIT``). Nothing happens when the scenario does not resolve, the spare is bound to it already,
         or there is no ready spare; the next spare starts once the server has taken this one."""
+        if request.get("settings") != settings():  # a server that would refuse this spare (``signature``: untrusted
+            _log(f"prepare {str(request.get('scenario'))[:100]!r} ignored: other settings")  # code allowed, …): its
+            return  # code never runs under this service's settings
         try:
             resolved = await asyncio.to_thread(resolve_prepare, request)
         except Exception as exc:  # noqa: BLE001 - a prepare is only ever a head start
