@@ -5,8 +5,11 @@ Every test waits on a condition (a log line, a file, an answer), never on a paus
 its own (the ``service_dir`` fixture of test_warm) and stops the service at the end."""
 from __future__ import annotations
 
+
 from awm_engine.runtime import warm
+from awm_engine.runtime.warm_socket import send_prepare
 from tests.test_warm import SAMPLES, SCENARIO, _built, log, service_dir, until  # noqa: F401 - service_dir: fixture
+from tests.tinyenv import make_env_dir
 
 
 def test_a_prepare_from_a_server_with_other_sandbox_settings_runs_no_code(tmp_path, service_dir, monkeypatch):
@@ -26,3 +29,35 @@ def test_a_prepare_from_a_server_with_other_sandbox_settings_runs_no_code(tmp_pa
     # the same server with the flag on its command line is what the service was started for: loaded
     assert prepare(["--unsafe-no-sandbox", "env", "serve", "--scenario", SCENARIO, "--data", SAMPLES])
     until(lambda: f"bound to '{SCENARIO}'" in log(service_dir), "the prepared spare")
+
+
+NOISY = "\nimport sys as _sys\n_sys.stdout.write('NOISY-START' + 'x' * (1 << 20)); _sys.stdout.flush()\n"
+
+
+def test_a_scenario_that_prints_a_lot_at_import_is_still_loaded_ahead(tmp_path, service_dir, monkeypatch):
+    """Nobody read a spare's output while a prepare loaded it: code that printed more than a pipe holds at import
+    stopped there, and every server of it waited ``PREPARED_WAIT`` for a load that could not finish, then loaded it
+    again. The service reads it meanwhile; its taker gets the start of it (the rest is noted as dropped)."""
+    monkeypatch.setenv("AWM_WARM_PREPARED_WAIT", "300")  # a stuck load is never cut short by the take here
+    data = make_env_dir(tmp_path / "data", {"noisy": NOISY})
+    _built(tmp_path)  # (the cache directory)
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache
+    from awm_engine.runtime.pool import TemplateState
+
+    scenario = Catalog.load([str(data)]).get("noisy")
+    template = TemplateState(*TemplateCache(tmp_path / "cache" / "templates").get(scenario))
+    recipe = warm.recipe_id(scenario.key, scenario.code, template.digest, template.report.built_at)
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    assert send_prepare("noisy", [str(data)], None)
+    until(lambda: "bound to 'noisy'" in log(service_dir), "the prepared spare")
+    lease = warm.take(recipe=recipe)
+    assert lease is not None and lease.bound is True
+    out = tmp_path / "server.log"
+    lease.copy_log(out)
+    try:
+        until(lambda: b"were dropped]" in out.read_bytes(), "what it printed")
+        assert out.read_bytes().startswith(b"NOISY-START")
+    finally:
+        lease.close()

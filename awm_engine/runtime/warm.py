@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import base64
 import contextlib
 import fcntl
 import hashlib
@@ -53,6 +54,7 @@ PREPARED_WAIT = float(os.environ.get("AWM_WARM_PREPARED_WAIT") or 5.0)
 # seconds a server waits for the service's answer before starting its own worker (a take may wait for a prepare)
 TAKE_TIMEOUT = PREPARED_WAIT + 2.0
 MESSAGE = 1 << 16
+EARLY_CAP = 16 << 10  # bytes of what a spare printed while it was bound ahead, handed to its taker (in the answer)
 BIND_LIMIT = 64 << 20  # bytes of one request line (a ``bind`` carries the environment's code)
 
 
@@ -94,11 +96,15 @@ class Lease:
     home: Path
     protections: dict[str, Any]
     bound: bool = False  # the spare was bound ahead to the scenario asked for (its module loaded: ``bind_next``)
+    early: bytes = b""  # what it printed while it was loaded (read by the service meanwhile: ``EARLY_CAP``)
     _log: threading.Thread | None = None
 
     def copy_log(self, path: Path) -> None:
         """The worker's output from now on goes into ``path`` (within the sandbox log cap)."""
         out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        if self.early:
+            with contextlib.suppress(OSError):
+                os.write(out, self.early)
         self._log = threading.Thread(target=copy_capped, args=(self.output, out), name="awm-warm-log", daemon=True)
         self._log.start()
 
@@ -145,7 +151,7 @@ def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None) -> Lease | No
         control, channel, output, pidfd = fds
         return Lease(sock, socket.socket(fileno=control), socket.socket(fileno=channel), output, pidfd,
                      int(answer["pid"]), Path(answer["home"]), answer.get("protections") or {},
-                     bool(answer.get("bound")))
+                     bool(answer.get("bound")), base64.b64decode(answer.get("early") or ""))
     except (OSError, ValueError, KeyError, TypeError):
         for fd in fds:
             with contextlib.suppress(OSError):
@@ -395,9 +401,34 @@ class Service:
             if not stat.S_ISREG(os.lstat(template).st_mode):  # a symlink, FIFO or device: never followed or read
                 raise ValueError(f"{template} is not a regular file")
             await asyncio.to_thread(_give_template, template, worker.home, incoming)
-            answer = await self._ask(worker, protocol.request(
-                1, "load", **load, template=str(worker.home / incoming), workdir=str(worker.home)),
-                float(os.environ.get("AWM_LOAD_TIMEOUT") or 120))
+            # what the code prints meanwhile is read here (a full pipe would stop its load) and kept for the taker
+            loop, early, dropped = asyncio.get_running_loop(), bytearray(), [0]
+
+            def drain() -> None:
+                try:
+                    chunk = os.read(worker.output, 1 << 16)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    loop.remove_reader(worker.output)
+                    return
+                room = max(0, EARLY_CAP - len(early))
+                early.extend(chunk[:room])
+                dropped[0] += len(chunk) - len(chunk[:room])
+
+            loop.add_reader(worker.output, drain)
+            try:
+                answer = await self._ask(worker, protocol.request(
+                    1, "load", **load, template=str(worker.home / incoming), workdir=str(worker.home)),
+                    float(os.environ.get("AWM_LOAD_TIMEOUT") or 120))
+            finally:
+                loop.remove_reader(worker.output)
+            if dropped[0]:
+                early.extend(f"\n[awm: {dropped[0]} more bytes the environment printed while the warm service "
+                             "loaded it ahead were dropped]\n".encode())
+            worker.early = bytes(early)
             if not answer.get("ok"):
                 raise ValueError(f"the load failed: {str(answer.get('error'))[:200]}")
             # kept before anything more is awaited: a newer bind or the service stopping ends it from here on
@@ -561,7 +592,8 @@ class Service:
         from awm_engine.sandbox import host
 
         answer = {"ok": True, "pid": worker.proc.pid, "home": str(worker.home),
-                  "protections": host.protections().to_dict(), "bound": bound}
+                  "protections": host.protections().to_dict(), "bound": bound,
+                  "early": base64.b64encode(getattr(worker, "early", b"")).decode()}
         pidfd = os.pidfd_open(worker.proc.pid)
         raw = socket.socket(fileno=os.dup(sock.fileno()))  # asyncio's wrapper has no sendmsg
         try:
