@@ -5,7 +5,6 @@ Every test waits on a condition (a log line, a file, an answer), never on a paus
 its own (the ``service_dir`` fixture of test_warm) and stops the service at the end."""
 from __future__ import annotations
 
-
 from awm_engine.runtime import warm
 from awm_engine.runtime.warm_socket import send_prepare
 from tests.test_warm import SAMPLES, SCENARIO, _built, log, service_dir, until  # noqa: F401 - service_dir: fixture
