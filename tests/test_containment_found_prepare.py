@@ -60,3 +60,34 @@ def test_a_scenario_that_prints_a_lot_at_import_is_still_loaded_ahead(tmp_path, 
         assert out.read_bytes().startswith(b"NOISY-START")
     finally:
         lease.close()
+
+
+def test_a_fifo_in_the_template_cache_a_prepare_names_never_blocks_the_service(tmp_path):
+    """A prepare names the cache its templates are in (the server's variables); a FIFO where a template's build
+    report should be blocked the service's thread that read it for good — and a service whose thread never ends
+    never exits either (``asyncio.run`` waits for its threads). The report is read only if it is a regular file."""
+    import os
+    import threading
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache
+
+    cache = tmp_path / "cache" / "templates"
+    cache.mkdir(parents=True)
+    db, report = TemplateCache(cache).paths(Catalog.load([SAMPLES]).get(SCENARIO))
+    db.write_bytes(b"x")
+    os.mkfifo(report)
+    found: list = []
+    resolving = threading.Thread(target=lambda: found.append(warm.resolve_prepare(
+        {"op": "prepare", "scenario": SCENARIO, "data": [SAMPLES], "env": {"AWM_CACHE_DIR": str(tmp_path / "cache")}})),
+        daemon=True)
+    resolving.start()
+    try:
+        until(lambda: found, "the prepare to resolve", deadline=60)
+        assert found == [None]
+    finally:
+        try:  # a reader still blocked in open(): released (it reads nothing)
+            os.close(os.open(report, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        resolving.join(60)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import threading
 import time
 import uuid
@@ -33,6 +34,16 @@ _locks_guard = threading.Lock()
 def _lock_for(path: Path) -> threading.Lock:
     with _locks_guard:
         return _locks.setdefault(str(path), threading.Lock())
+
+
+def _read_regular(path: Path) -> str:
+    """The text of ``path``, a regular file: a FIFO put there never blocks the reader (the warm service resolves a
+    server's template in a cache the server names), anything else that is not a file is an OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return fh.read().decode()
 
 
 def max_age_from_env(default: float = DEFAULT_MAX_AGE, environ: Mapping[str, str] | None = None) -> float:
@@ -121,7 +132,7 @@ class TemplateCache:
     def _cached(db_path: Path, report_path: Path) -> tuple[Path, BuildReport] | None:
         if db_path.exists() and report_path.exists():
             try:
-                report = BuildReport.from_dict(json.loads(report_path.read_text()))
+                report = BuildReport.from_dict(json.loads(_read_regular(report_path)))
                 if not isinstance(report.built_at, (int, float)):  # written before awm recorded it
                     report.built_at = db_path.stat().st_mtime
                 if not (isinstance(report.time_dependent, list)

@@ -19,6 +19,7 @@ import itertools
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -363,8 +364,10 @@ class TemplateState:
         if self.digest is None and self.path.is_file():
             import hashlib
 
-            with open(self.path, "rb") as fh:
-                self.digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            # (never blocked by a FIFO put there after the check: the warm service seals a template a server names)
+            with open(os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
+                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    self.digest = hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 @dataclass
