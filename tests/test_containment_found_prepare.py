@@ -91,3 +91,34 @@ def test_a_fifo_in_the_template_cache_a_prepare_names_never_blocks_the_service(t
         except OSError:
             pass
         resolving.join(60)
+
+
+def test_ctrl_c_stops_a_server_whose_take_waits_for_a_prepared_load(tmp_path, service_dir, monkeypatch):
+    """A server interrupted while its take waits for the load a prepare started (code that loops at import here)
+    stopped only when the take's thread returned, up to ``PREPARED_WAIT`` later, and ignored every later ctrl+c
+    meanwhile. The take's socket is shut down when the server is interrupted: it stops at once."""
+    import signal
+    import subprocess
+    import sys
+
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.db.templates import TemplateCache
+
+    monkeypatch.setenv("AWM_WARM_PREPARED_WAIT", "600")  # the service's and the server's: the take would wait
+    monkeypatch.setenv("AWM_LOAD_TIMEOUT", "900")  # as long as the load (not ended by its own timeout meanwhile)
+    data = make_env_dir(tmp_path / "data", {"loopy": "\nimport time as _t\nwhile True:\n    _t.sleep(0.1)\n"})
+    TemplateCache(tmp_path / "cache" / "templates").get(Catalog.load([str(data)]).get("loopy"))
+    warm.ensure_service()
+    until(lambda: "ready" in log(service_dir), "a spare")
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--data", str(data), "--scenario",
+                             "loopy", "--port", "0", "--out", str(tmp_path / "session")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        until(lambda: "take: waiting for the prepared load" in log(service_dir), "the server's take")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)  # (the take would wait 600 s)
+        assert b"stopped before serving" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -672,7 +672,12 @@ class EnvPool:
             from awm_engine.runtime import warm
 
             recipe = await self._recipe(warm_for) if warm_for is not None else None
-            self._lease = await asyncio.to_thread(warm.take, warm.TAKE_TIMEOUT, recipe)
+            live: list = []
+            try:
+                self._lease = await asyncio.to_thread(warm.take, warm.TAKE_TIMEOUT, recipe, live)
+            except asyncio.CancelledError:  # interrupted while the take waits (for a prepared load): it ends now,
+                warm.cancel_take(live)  # not up to TAKE_TIMEOUT later (asyncio.run waits for its thread)
+                raise
             if self._lease is not None and not host.adopt_measurement(self._lease.protections):
                 self._lease.close()
                 self._lease = None

@@ -124,9 +124,10 @@ def recipe_id(scenario: str, code: str, template_digest: str | None, built_at: f
     return digest.hexdigest()
 
 
-def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None) -> Lease | None:
+def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None, live: list | None = None) -> Lease | None:
     """The service's spare worker, or None (no service, another signature, no spare ready, turned off). With
-    ``recipe``: the spare bound ahead to that scenario when there is one (``Lease.bound``), else the unbound one."""
+    ``recipe``: the spare bound ahead to that scenario when there is one (``Lease.bound``), else the unbound one.
+    ``live`` gets the socket: shut down from another thread, it ends a take that waits (``cancel_take``)."""
     if not enabled():
         return None
     try:
@@ -134,6 +135,8 @@ def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None) -> Lease | No
     except (OSError, ValueError):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if live is not None:
+        live.append(sock)
     fds: list[int] = []
     try:
         sock.settimeout(timeout)
@@ -158,6 +161,14 @@ def take(timeout: float = TAKE_TIMEOUT, recipe: str | None = None) -> Lease | No
                 os.close(fd)
         sock.close()
         return None
+
+
+def cancel_take(live: list) -> None:
+    """End the ``take`` given ``live`` now (a server interrupted while its take waits for a prepared load): it
+    returns None at once, and a worker it was handed meanwhile goes back to the service (its lease closes)."""
+    for sock in live:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float, timeout: float = 2.0) -> bool:
@@ -562,6 +573,7 @@ class Service:
         if request.get("recipe") is not None and self.binding is not None and not self.binding.done() and \
                 self.binding_recipe == request.get("recipe"):  # its module is being loaded (a prepare): wait
             binding = self.binding
+            _log("take: waiting for the prepared load")
             try:
                 await asyncio.wait_for(asyncio.shield(binding), PREPARED_WAIT)
             except (Exception, asyncio.CancelledError):  # failed, replaced or slow: what is bound now is seen below
