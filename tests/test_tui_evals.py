@@ -3,6 +3,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from awm_tui.app import AwmApp
@@ -18,6 +19,21 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
                              "--out", str(out), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
     seen: list[int] = []
+    # part-way, held there (the evaluation stopped) until the dashboard shows it: watched from a thread from the
+    # start, since the app may take longer to open than the whole evaluation takes (a busy machine)
+    held = threading.Event()
+    stop_watch = threading.Event()
+
+    def hold_part_way() -> None:
+        while not stop_watch.is_set() and proc.poll() is None:
+            if 0 < _lines(out / "results.jsonl") < 30:
+                proc.send_signal(signal.SIGSTOP)
+                held.set()
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=hold_part_way, daemon=True)
+    watcher.start()
     try:
         app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
         async with app.run_test(size=(140, 40)) as pilot:
@@ -28,18 +44,12 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
             assert isinstance(screen, EvalScreen)
             rollouts = screen.query_one("#rollout-table", VirtualTable)
             deadline = time.monotonic() + 600  # a condition, not a pause: a busy machine runs the evaluation slowly
-            held = False
             while time.monotonic() < deadline:
                 await pilot.pause(0.1)
                 if screen.view is None and out.exists():
                     screen.reload_runs()
                 seen.append(rollouts.row_count)
-                # part-way, held there (the evaluation stopped) until the dashboard shows it: never a race with a
-                # fast run or a slow screen
-                if not held and 0 < _lines(out / "results.jsonl") < 30:
-                    proc.send_signal(signal.SIGSTOP)
-                    held = True
-                if held and proc.poll() is None and 0 < rollouts.row_count < 30:
+                if held.is_set() and proc.poll() is None and 0 < rollouts.row_count < 30:
                     proc.send_signal(signal.SIGCONT)
                 head = str(screen.query_one("#run-head").render())
                 if rollouts.row_count == 30 and proc.poll() is not None and "finished" in head and \
@@ -57,6 +67,8 @@ async def test_dashboard_follows_a_running_evaluation(tmp_path):
             assert app.screen.run.scenario == "maple_library_lending"
             await app.workers.wait_for_complete()
     finally:
+        stop_watch.set()
+        watcher.join(10)
         if proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
             proc.kill()
