@@ -145,6 +145,9 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: int, listener: Any,
                     result_cap: int | None) -> int:
+    import gc
+
+    from awm_engine.runtime.heap import trim as trim_heap
     from awm_engine.runtime.mcp_server import HOST, MCP_PATH, CallsLog, ServeFront, app_title, extras_enabled
 
     out.mkdir(parents=True, exist_ok=True)
@@ -208,6 +211,9 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         try:
             await start_serving()
             _SERVED.append(out)
+            # what loading the catalog, the template and the worker allocated is garbage now: give it back
+            gc.collect()
+            trim_heap()
             stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
