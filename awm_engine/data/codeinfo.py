@@ -186,6 +186,14 @@ def parse(source: str) -> ast.Module:
         return ast.parse(source)
 
 
+def compile_tree(tree: ast.Module, filename: str) -> Any:
+    """``compile`` of a parsed module, under the same lock as ``parse`` (converting a tree back takes the same
+    per-interpreter state that concurrent parses trip over). Equal to compiling the text the tree came from, with no
+    ``__future__`` feature of this module's inherited (``dont_inherit``)."""
+    with _PARSE_LOCK:
+        return compile(tree, filename, "exec", dont_inherit=True)
+
+
 def parse_or_empty(source: str) -> ast.Module:
     """The module's syntax tree, or an empty module when the code does not parse (its load reports why)."""
     try:

@@ -90,7 +90,7 @@ def parse_code(text: str, finish_reason: str | None = None) -> str:
     if "import" not in stripped and "def " not in stripped:
         raise BadReply(f"the reply is not Python code: {stripped[:160]!r}")
     try:
-        compile(stripped, "<generated>", "exec")
+        compile(stripped, "<generated>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         raise BadReply(f"the code does not parse: SyntaxError: {exc.msg} (line {exc.lineno})") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting: parsed, never run

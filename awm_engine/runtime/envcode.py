@@ -18,6 +18,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from awm_engine.data import codeinfo
+
 PRELUDE = ["import warnings", "warnings.filterwarnings('ignore', category=DeprecationWarning)"]
 
 
@@ -71,29 +73,41 @@ class _Tree:
     these instead of walking the module again for every function (a large module took a second)."""
 
     def __init__(self, tree: ast.AST):
-        from collections import deque
-
-        self.order: list[ast.AST] = []
-        self.index: dict[int, int] = {}
-        self.outer_def: dict[int, ast.AST | None] = {}
-        self.in_body: dict[int, bool] = {id(tree): False}
+        # ``ast.walk``'s order, without its generators: children are read from ``_fields`` here (a load's analysis
+        # is on the path of every server's start)
+        node_type, functions, defs = ast.AST, _FUNCTIONS, (ast.FunctionDef, ast.AsyncFunctionDef)
+        order: list[ast.AST] = [tree]
+        index: dict[int, int] = {id(tree): 0}
+        outer_def: dict[int, ast.AST | None] = {}
+        in_body: dict[int, bool] = {id(tree): False}
         above: dict[int, ast.AST | None] = {id(tree): None}  # the outermost def strictly above each node
-        todo = deque([tree])
-        while todo:
-            node = todo.popleft()
-            self.index[id(node)] = len(self.order)
-            self.order.append(node)
-            outer = above[id(node)]
-            if outer is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        at = 0
+        while at < len(order):
+            node = order[at]
+            at += 1
+            here = id(node)
+            outer = above[here]
+            if outer is None and isinstance(node, defs):
                 outer = node
-            self.outer_def[id(node)] = outer
-            body_ids = set()
-            if isinstance(node, _FUNCTIONS):
+            outer_def[here] = outer
+            body_ids: set[int] | tuple = ()
+            if isinstance(node, functions):
                 body_ids = {id(b) for b in (node.body if isinstance(node.body, list) else [node.body])}
-            for child in ast.iter_child_nodes(node):
-                above[id(child)] = outer
-                self.in_body[id(child)] = self.in_body[id(node)] or id(child) in body_ids
-                todo.append(child)
+            inside = in_body[here]
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, node_type):
+                    value = (value,)
+                elif not isinstance(value, list):
+                    continue
+                for child in value:
+                    if isinstance(child, node_type):
+                        key = id(child)
+                        above[key] = outer
+                        in_body[key] = inside or key in body_ids
+                        index[key] = len(order)
+                        order.append(child)
+        self.order, self.index, self.outer_def, self.in_body = order, index, outer_def, in_body
 
     def subtree(self, node: ast.AST) -> set[int]:
         out, todo = set(), [node]
@@ -197,12 +211,18 @@ class EnvCodeError(Exception):
 _counter = itertools.count()
 
 
-def exec_module(code: str, scenario_key: str, db_path: str) -> tuple[types.ModuleType, str]:
-    """Rewrite for ``db_path`` and execute as a fresh module; returns (module, rewritten source)."""
+def exec_module(code: str, scenario_key: str, db_path: str, tree: ast.Module | None = None) -> tuple[types.ModuleType, str]:
+    """Rewrite for ``db_path`` and execute as a fresh module; returns (module, rewritten source). ``tree``: the
+    rewritten source already parsed (``codeinfo.parse``), compiled as it is instead of parsing the text again."""
     source = rewrite_code(code, db_path)
     name = f"awm_env_{scenario_key}_{next(_counter)}"
     try:
-        compiled = compile(source, f"<{scenario_key}/server_code.py>", "exec")
+        if tree is not None:
+            compiled = codeinfo.compile_tree(tree, f"<{scenario_key}/server_code.py>")
+        else:
+            # dont_inherit: this module's ``from __future__ import annotations`` must not reach the environment's
+            # code (the reference runs it as a file of its own: annotations evaluated when defined)
+            compiled = compile(source, f"<{scenario_key}/server_code.py>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         raise EnvCodeError(f"syntax error in generated code (after the reference rewrite) at line "
                            f"{exc.lineno}: {exc.msg}") from None

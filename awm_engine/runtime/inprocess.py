@@ -108,14 +108,14 @@ class LoadedEnv:
         self.module_db = self.workdir / f"module-{tag}.db"
         self.owned_files = [self.template_db, self.module_db]
         tree = None
-        try:
-            tree = codeinfo.parse(envcode.rewrite_code(code, "x.db"))
+        try:  # parsed once: the analysis reads this tree and the module is compiled from it
+            tree = codeinfo.parse(envcode.rewrite_code(code, str(self.module_db)))
         except SyntaxError:
             pass
         self.fit = envcode.analyze_fit(tree) if tree is not None else envcode.CodeFit(False, reasons=["syntax"])
         self.shared = mode == "shared" or (mode == "auto" and self.fit.fits)
         shutil.copyfile(self.template_db, self.module_db)
-        self.module, self.source = envcode.exec_module(code, key, str(self.module_db))
+        self.module, self.source = envcode.exec_module(code, key, str(self.module_db), tree)
         self.app = self.module.app
         # what every episode copies must stay as it is now: checked against these digests before each copy
         # the template's digest is the sealed one (taken before the code ran): an import-time thread that wrote to it

@@ -99,7 +99,9 @@ def verdict(request: dict) -> dict:
         namespace = {"sqlite3": sqlite3, "json": json, "os": os, "__builtins__": __builtins__}
         if mode == "code":
             namespace["re"] = re
-        exec(compile(request["code"], "<verifier>", "exec"), namespace)
+        # dont_inherit: as the reference's exec of the text, from a module without ``from __future__ import
+        # annotations`` (this one has it): a verifier's annotations are evaluated when its function is defined
+        exec(compile(request["code"], "<verifier>", "exec", dont_inherit=True), namespace)
         func = namespace.get(request["function"])
         if not callable(func):
             return {"status": "error", "error_kind": "function_not_found",
