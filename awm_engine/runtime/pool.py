@@ -569,6 +569,25 @@ DB_FILES = ("initial.db", "final.db", "final.db-journal", "final.db-wal", "final
 EPISODE_DB_MB = int(os.environ.get("AWM_EPISODE_DB_MB") or 256)
 
 
+JOURNAL_MAGIC = bytes([0xD9, 0xD5, 0x05, 0xF9, 0x20, 0xA1, 0x63, 0xD7])
+
+
+def names_super_journal(journal: Path) -> bool:
+    """Whether the rollback journal ``journal`` (a copy the parent made) ends with a super-journal record: the name
+    of a file SQLite deletes after rolling the journal back (once none of the journals that file lists is hot) —
+    a journal the sandbox wrote can name any file. Only a transaction over several attached databases writes one;
+    an episode's own journal never has one."""
+    try:
+        with open(journal, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() < 16:
+                return False
+            fh.seek(-8, os.SEEK_END)
+            return fh.read(8) == JOURNAL_MAGIC
+    except OSError:
+        return True
+
+
 def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
     """Take the episode's databases out of its worker's directory into ``run_dir`` — through descriptors, refusing
     symlinks, hard links and special files (``safe_fs``): the sandbox could have rigged any entry below ``home``."""
@@ -590,6 +609,10 @@ def _move_databases(home: Path, live: Path, run_dir: Path) -> None:
             try:
                 if safe_fs.take_file(dfd, name, run_dir / name, f"{live}/", max_size=room):
                     room -= (run_dir / name).stat().st_size
+                    if name.endswith("-journal") and names_super_journal(run_dir / name):
+                        (run_dir / name).unlink()
+                        problems.append(f"{live}/{name} names a super-journal (refused: SQLite, rolling it back "
+                                        "where the database is opened read-write, would delete the file it names)")
             except safe_fs.TooLarge as exc:
                 problems.append(f"{exc} (an episode's databases take at most {EPISODE_DB_MB} MiB together out of "
                                 "its sandbox: AWM_EPISODE_DB_MB)")
