@@ -87,7 +87,7 @@ def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:
             parsed = parse_meta_turn(step.content)
             call = parsed.calls[0] if parsed.calls else None
             step.name = call.name if call else calls[0]["name"]
-            step.tool = call.tool if call else None
+            step.tool = call.tool if call else calls[0].get("tool") if isinstance(calls[0].get("tool"), str) else None
             step.arguments = call.tool_arguments if call and call.name == "call_tool" else calls[0].get("arguments")
         response = entry.get("tool_response") or {}
         step.observation = response.get("content")

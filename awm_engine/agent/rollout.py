@@ -367,6 +367,8 @@ class Rollout:
             observation = Observation(self.iteration, call_id, None, text, True, "format_error")
         else:
             entry["tool_calls"] = [{"id": call.id, "name": call.name, "arguments": call.arguments}]
+            if turn.tool_calls and call.name == "call_tool" and call.tool:  # native: the arguments are the tool's own
+                entry["tool_calls"][0]["tool"] = call.tool  # and its name is nowhere else in the entry
             yield ToolCall(self.iteration, call.id, call.name, call.tool, call.tool_arguments
                            if call.name == "call_tool" else call.arguments)
             try:

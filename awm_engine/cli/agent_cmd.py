@@ -11,16 +11,8 @@ from awm_engine.agent.policies import PolicyError
 from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
 from awm_engine.agent.scripted_llm import DEFAULT_PORT as DEFAULT_FAKE_PORT
 from awm_engine.cli.common import (
-    CliError,
-    add_data_arg,
-    echo,
-    get_scenario,
-    load_catalog,
-    print_json,
-    print_warning,
-    run_async,
-    shown,
-    stderr,
+    AGENT_RUN_FILES, CliError, add_data_arg, echo, get_scenario, load_catalog, out_dir, print_json, print_warning,
+    run_async, shown, stderr,
 )
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
@@ -110,6 +102,7 @@ def _print_event(event, full: bool = False) -> None:
 
 
 async def _agent_run(args: argparse.Namespace) -> int:
+    out_dir(args.out, holds=AGENT_RUN_FILES)  # before anything starts
     catalog = load_catalog(args, quiet=True)
     scenario = get_scenario(catalog, args.scenario)
     if not 0 <= args.task < len(scenario.tasks):
@@ -223,7 +216,8 @@ async def _replay(args: argparse.Namespace) -> int:
               "is_error": s.is_error, "is_final": s.is_final, "observation": (s.observation or "")[:300],
               "error_kind": s.error_kind, "status": s.status, "traceback": s.traceback,
               "exception": exception_line(s.traceback) or None,
-              "format_errors": s.format_errors} for s in run.steps]
+              "format_errors": s.format_errors, "answer": (s.content or "")[:300] if s.is_final else None}
+             for s in run.steps]
     data = {"run_dir": str(run.run_dir), "scenario": run.scenario, "task_id": run.task_id,
             "stop_reason": run.stop_reason, "steps": steps}
     if args.step is not None:
@@ -253,18 +247,30 @@ async def _replay(args: argparse.Namespace) -> int:
         echo(f"0 steps: {run.run_dir} recorded no turn (stop reason: {run.stop_reason or 'none: not finished'})")
     for s in steps:  # a run's record (tool names, arguments, tracebacks): echo makes its control characters visible
         what = "final answer" if s["is_final"] else (s["tool"] or s["name"] or "format error")
-        echo(f"{s['step']:>3}  {what}  {json.dumps(s['arguments'], ensure_ascii=False) if s['tool'] else ''}")
+        shown_args = json.dumps(s["arguments"], ensure_ascii=False) if s["tool"] else ""
+        if s["is_final"]:
+            shown_args = cut_line(s["answer"] or "")
+        echo(f"{s['step']:>3}  {what}  {shown_args}")
+        if s["is_error"] and not s["traceback"]:  # an error the environment answered (unknown tool, bad arguments …)
+            echo(f"       → {s['error_kind'] or 'error'} · {cut_line(s['observation'])}")
         if s["traceback"]:  # the environment's exception behind this step's error: its line, then the traceback
             echo(f"       → {s['status'] or s['error_kind'] or 'error'} · {s['exception']}")
             echo("\n".join("       " + line for line in s["traceback"].rstrip().splitlines()))
     if "diff" in data:
         c = data["diff"]["summary"]
-        echo(f"after step {args.step}: {c['tables']} tables changed, +{c['inserted']} -{c['deleted']} ~{c['updated']}")
+        echo(f"after step {args.step}: {c['tables']} {'table' if c['tables'] == 1 else 'tables'} changed, "
+             f"+{c['inserted']} -{c['deleted']} ~{c['updated']}")
         for t in data["diff"]["tables"]:
             echo(f"  {t['table']}: +{len(t['inserted'])} -{len(t['deleted'])} ~{len(t['updated'])}")
         if data["diff"].get("incomplete"):
             echo(f"  incomplete: {data['diff']['incomplete']}")
     return 0
+
+
+def cut_line(text: str, limit: int = 160) -> str:
+    """``text`` on one line (whitespace runs made single spaces), cut at ``limit`` with a marker."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[:limit] + " …"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

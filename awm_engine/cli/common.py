@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable, Coroutine, Iterable
 
 from rich.console import Console
@@ -75,6 +76,23 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2):
         super().__init__(message)
         self.code = code
+
+
+AGENT_RUN_FILES = ("trajectory.json", "events.jsonl", "results.jsonl", "session.json")  # a run is there
+
+
+def out_dir(path: str | os.PathLike | None, holds: tuple[str, ...] = ()) -> Path | None:
+    """``--out``, refused before anything starts when it names something other than a directory, or a directory
+    that already has one of the files ``holds`` names (a run of its own) — a second run there would mix its records
+    with the first's."""
+    if path is None:
+        return None
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any((out / name).exists() for name in holds):
+        raise CliError(f"{out} already holds a run; give another --out (or remove that directory)")
+    return out
 
 
 TERMINATED = 143  # exit code of a verb stopped by SIGTERM (128 + 15), once its clean-up has run

@@ -18,13 +18,7 @@ from rich.text import Text
 
 from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
-    CliError,
-    add_data_arg,
-    get_scenario,
-    load_catalog,
-    print_json,
-    stderr,
-    stdout,
+    CliError, add_data_arg, get_scenario, load_catalog, out_dir, print_json, stderr, stdout,
 )
 from awm_engine.data.terminal import visible
 from awm_engine.db.build import build_database_sandboxed
@@ -63,7 +57,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     catalog = load_catalog(args, quiet=args.json, only=args.scenario)
     scenarios = [get_scenario(catalog, s) for s in args.scenario] if args.scenario else list(catalog)
     templates = TemplateCache() if args.refresh else None
-    out = Path(args.out) if args.out else templates.root
+    out = out_dir(args.out) if args.out else templates.root
     out.mkdir(parents=True, exist_ok=True)
     reports = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -114,7 +108,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for p in (args.before, args.after):
         if not Path(p).is_file():
             raise CliError(f"no such database: {p}")
-    diff = diff_databases(args.before, args.after)
+    import sqlite3
+
+    try:
+        diff = diff_databases(args.before, args.after)
+    except sqlite3.DatabaseError as exc:  # not a database (or a damaged one): the file said so, not awm
+        raise CliError(f"cannot read {args.before} and {args.after} as SQLite databases: {exc}") from None
     if args.json:
         print_json(diff.to_dict())
         return 0

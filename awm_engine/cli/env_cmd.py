@@ -16,19 +16,10 @@ from rich.markup import escape
 
 from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
-    CliError,
-    add_data_arg,
-    echo,
-    get_scenario,
-    ignore_sigterm,
-    load_catalog,
-    print_json,
-    run_async,
-    shown,
-    stderr,
-    stdout,
+    CliError, add_data_arg, echo, get_scenario, ignore_sigterm, load_catalog, out_dir, print_json, run_async, shown,
+    stderr, stdout,
 )
-from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args
+from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args, seconds
 from awm_engine.data.error_text import exception_line
 from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
 from awm_engine.runtime.caps import cap_result
@@ -51,7 +42,7 @@ def register(verbs) -> None:
     where.add_argument("--port", type=int, default=8001, help="HTTP port on 127.0.0.1 (default 8001; 0 = any)")
     where.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead")
     serve.add_argument("--out", metavar="DIR", help="session directory (default outputs/servers/<time>_<scenario>)")
-    serve.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
+    serve.add_argument("--timeout", type=seconds, default=DEFAULT_CALL_TIMEOUT, help="per-call timeout in seconds")
     add_result_cap_arg(serve)
     add_episode_args(serve)
     serve.add_argument("--token", nargs="?", const="auto", metavar="TOKEN",
@@ -62,7 +53,7 @@ def register(verbs) -> None:
     serve.set_defaults(func=cmd_serve)
     check = sub.add_parser("check", help="list the tools of a running MCP server")
     check.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8001/mcp")
-    check.add_argument("--timeout", type=float, default=10.0)
+    check.add_argument("--timeout", type=seconds, default=10.0)
     check.add_argument("--token", metavar="TOKEN", help="bearer token of a server started with --token "
                                                          "(default: AWM_SERVE_TOKEN)")
     check.add_argument("--json", action="store_true")
@@ -72,7 +63,7 @@ def register(verbs) -> None:
     call.add_argument("scenario")
     call.add_argument("tool")
     call.add_argument("--args", default="{}", metavar="JSON", help="tool arguments as a JSON object")
-    call.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT)
+    call.add_argument("--timeout", type=seconds, default=DEFAULT_CALL_TIMEOUT)
     call.add_argument("--keep", metavar="DIR", help="keep the episode's initial.db/final.db in DIR")
     call.add_argument("--json", action="store_true", help="print the full result record")
     add_result_cap_arg(call)
@@ -125,7 +116,7 @@ async def _serve(args: argparse.Namespace) -> int:
     scenario = get_scenario(catalog, args.scenario)
     if args.task is not None and not 0 <= args.task < len(scenario.tasks):
         raise CliError(f"{scenario.key} has no task {args.task}")
-    out = Path(args.out) if args.out else Path("outputs") / "servers" / (
+    out = out_dir(args.out, holds=("session.json",)) if args.out else Path("outputs") / "servers" / (
         time.strftime("%Y%m%d_%H%M%S") + f"_{scenario.key}_{secrets.token_hex(2)}")
     port = args.port
     listener = None
@@ -239,8 +230,25 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         await pool.close()  # the episode's databases are in the session directory now
         # the worker's directory (template copies, module databases) goes too: nothing is left but the session
         await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
+        _session_stopped(out)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
     return 0
+
+
+def _session_stopped(out: Path) -> None:
+    """``session.json`` once the server has stopped: the databases where they are now (the session directory, not
+    the worker's, which is gone) and when it stopped."""
+    path = out / "session.json"
+    try:
+        session = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return  # never served: nothing to update
+    for key, name in (("initial_db", "initial.db"), ("final_db", "final.db")):
+        session[key] = str(out / name) if (out / name).is_file() else None
+    session["stopped"] = time.time()
+    partial = out / ".session.json.partial"
+    partial.write_text(json.dumps(session, indent=2))
+    os.replace(partial, path)
 
 
 MAX_SERVE_RESTARTS = 10  # workers replaced while serving one episode before the server gives up

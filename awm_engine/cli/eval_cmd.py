@@ -11,17 +11,8 @@ from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import (
-    CliError,
-    add_data_arg,
-    echo,
-    interrupted_code,
-    print_fitted,
-    print_json,
-    print_warning,
-    run_async,
-    shown,
-    stderr,
-    stdout,
+    CliError, add_data_arg, echo, interrupted_code, out_dir, print_fitted, print_json, print_warning, run_async,
+    shown, stderr, stdout,
 )
 from awm_engine.cli.options import (
     add_agent_args,
@@ -44,6 +35,9 @@ from awm_engine.eval.report import (
     run_metadata,
 )
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
+
+
+DEFAULT_EVAL_ROOT = "outputs/eval"
 
 
 def positive_int(value: str) -> int:
@@ -92,7 +86,7 @@ def register(verbs) -> None:
     compare.set_defaults(func=cmd_compare)
 
     ls = sub.add_parser("list", help="evaluation runs under a directory")
-    ls.add_argument("root", nargs="?", default="outputs/eval")
+    ls.add_argument("root", nargs="?", default=DEFAULT_EVAL_ROOT)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
@@ -190,6 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_tau2(args, tau2_domains)
     config, endpoint, judge = _resume_config(args) if args.resume else _config_from_args(args)
     out = Path(args.resume or args.out)
+    out_dir(args.out)
     if args.out and (out / "results.jsonl").exists():
         raise CliError(f"{out} already holds a run; use --resume {out} to continue it")
     try:  # refusals and warnings before the run starts (run_evaluation checks again and records the warnings)
@@ -302,6 +297,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.root != DEFAULT_EVAL_ROOT and not Path(args.root).is_dir():  # the default may not exist yet: no runs
+        raise CliError(f"{args.root}: no such directory")
     runs = list_eval_runs(args.root)
     if args.json:
         print_json(runs)

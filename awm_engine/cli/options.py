@@ -23,6 +23,17 @@ AGENT_GROUP = "agent settings"
 EXECUTOR_GROUP = "executor"
 
 
+
+def seconds(value: str) -> float:
+    """A timeout on the command line: a number of seconds above 0 (``inf``: none)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not number > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
+    return number
+
 def add_endpoint_args(parser, prefix: str = "") -> None:
     """``--endpoint``, ``--model``, ``--base-url`` (with ``prefix``: ``--judge-endpoint`` …)."""
     dash = f"--{prefix}-" if prefix else "--"
@@ -52,7 +63,7 @@ def add_agent_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retries", type=int, default=None,
                        help="endpoint retries per request (default 2 reference, as its client / 3 robust; the "
                             "request timeout is 600 s reference / 120 s robust)")
-    group.add_argument("--call-timeout", type=float, default=None,
+    group.add_argument("--call-timeout", type=seconds, default=None,
                        help="per tool call, seconds (default 60 reference / 10 robust)")
     group.add_argument("--on-timeout", choices=("finish", "interrupt"), default=None,
                        help="a handler still running when its call times out: finish (default reference: it goes on "

@@ -141,6 +141,16 @@ class Preflight:
     warnings: list[str]  # selected tasks the chosen verification cannot verify as asked
 
 
+def absent_tasks(catalog: Catalog, config: EvalConfig) -> str | None:
+    """Why the ``--task`` numbers that no selected scenario has are refused, or None when each is some scenario's."""
+    chosen = [catalog.get(name) for name in config.scenarios] if config.scenarios else list(catalog)
+    absent = sorted({t for t in config.tasks or () if not any(0 <= t < len(s.tasks) for s in chosen)})
+    if not absent or not chosen:
+        return None
+    counts = "; ".join(f"{s.key} has {len(s.tasks)}" for s in chosen[:3]) + ("; …" if len(chosen) > 3 else "")
+    return (f"no selected scenario has task {', '.join(map(str, absent))} (tasks count from 0; {counts})")
+
+
 def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
     """The work of ``config`` and its warnings; ``PolicyError`` (a refusal) for an unknown scenario or when
     ``--policy oracle`` has no reference solution for some selected task."""
@@ -150,6 +160,8 @@ def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
     except KeyError as exc:
         raise PolicyError(str(exc.args[0]), "config") from None
     tasks = [(key, task) for key, task, _ in items]
+    if config.tasks and (problem := absent_tasks(catalog, config)):
+        raise PolicyError(problem, "config")
     if config.policy == "oracle" and (problem := missing_solutions(catalog, tasks)):
         raise PolicyError(problem, "config")
     warnings = environment_warnings(catalog, tasks) + verification_warnings(
