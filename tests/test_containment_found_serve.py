@@ -192,13 +192,11 @@ def test_a_server_outlives_the_service_it_took_its_worker_from(tmp_path, service
 
 
 def kill_service(where: Path) -> int:
-    """SIGKILL the service (started by this process: ``warm.ensure_service``), and reap it."""
+    """SIGKILL the service (started by ``warm.ensure_service``, detached: nobody's child), and wait until it is dead
+    (a zombie of whoever inherited it counts: its socket is closed then)."""
     pid = int(log(where).split("service started (pid ")[1].split(")")[0])
     os.kill(pid, signal.SIGKILL)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:  # reaped already
-        pass
+    until(lambda: gone(pid), "the killed service to die")
     return pid
 
 

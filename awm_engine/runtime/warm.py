@@ -251,12 +251,10 @@ def ensure_service() -> None:
 
         env = scrubbed_env({"PYTHONPATH": PACKAGE_PARENT})  # no keys: the service never needs one
         env.update({k: v for k, v in os.environ.items() if k.startswith("AWM_") and not k.startswith("AWM_SERVE_")})
-        # through a shell that backgrounds it and exits at once (reaped here): the service is nobody's child, so
-        # one that stops while this process still runs is never left a zombie of it
-        subprocess.run(["/bin/sh", "-c", '"$@" &', "awm-warm", sys.executable, "-m", "awm_engine.runtime.warm",
-                        "--serve"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       start_new_session=True, close_fds=True, env=env, cwd="/", timeout=30)
-    except (OSError, ValueError, subprocess.SubprocessError):
+        subprocess.Popen([sys.executable, "-m", "awm_engine.runtime.warm", "--serve"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                         env=env, cwd="/")
+    except (OSError, ValueError):
         pass
 
 

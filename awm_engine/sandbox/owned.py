@@ -26,7 +26,8 @@ PREFIXES = ("awm_pool_", "awm_view_", "awm_replay_", "awm_raypool_", "awm_verify
 
 
 def start_time(pid: int) -> str | None:
-    """Field 22 of ``/proc/<pid>/stat`` (clock ticks after boot), None when there is no such process."""
+    """Field 22 of ``/proc/<pid>/stat`` (clock ticks after boot), None when there is no such process — or only its
+    zombie (it holds nothing any more; an init that does not reap, as in some containers, keeps zombies for good)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             text = fh.read().decode(errors="replace")
@@ -34,6 +35,8 @@ def start_time(pid: int) -> str | None:
         return None
     # the command name (field 2) is in parentheses and may hold spaces or ')': fields follow the last ')'
     fields = text.rsplit(")", 1)[-1].split()
+    if fields and fields[0] in ("Z", "X"):
+        return None
     return fields[19] if len(fields) > 19 else None
 
 
