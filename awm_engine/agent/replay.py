@@ -87,7 +87,8 @@ def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:
             parsed = parse_meta_turn(step.content)
             call = parsed.calls[0] if parsed.calls else None
             step.name = call.name if call else calls[0]["name"]
-            step.tool = call.tool if call else calls[0].get("tool") if isinstance(calls[0].get("tool"), str) else None
+            recorded = calls[0].get("tool")  # a native call's entry names its tool (the arguments are the tool's)
+            step.tool = call.tool if call else recorded if isinstance(recorded, str) else None
             step.arguments = call.tool_arguments if call and call.name == "call_tool" else calls[0].get("arguments")
         response = entry.get("tool_response") or {}
         step.observation = response.get("content")

@@ -11,8 +11,18 @@ from awm_engine.agent.policies import PolicyError
 from awm_engine.agent.rollout import FormatError, ModelTurn, Observation, RolloutFinished, ToolCall
 from awm_engine.agent.scripted_llm import DEFAULT_PORT as DEFAULT_FAKE_PORT
 from awm_engine.cli.common import (
-    AGENT_RUN_FILES, CliError, add_data_arg, echo, get_scenario, load_catalog, out_dir, print_json, print_warning,
-    run_async, shown, stderr,
+    AGENT_RUN_FILES,
+    CliError,
+    add_data_arg,
+    echo,
+    get_scenario,
+    load_catalog,
+    out_dir,
+    print_json,
+    print_warning,
+    run_async,
+    shown,
+    stderr,
 )
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge

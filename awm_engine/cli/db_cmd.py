@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 from pathlib import Path
 
 from rich.markup import escape
@@ -18,7 +19,14 @@ from rich.text import Text
 
 from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
-    CliError, add_data_arg, get_scenario, load_catalog, out_dir, print_json, stderr, stdout,
+    CliError,
+    add_data_arg,
+    get_scenario,
+    load_catalog,
+    out_dir,
+    print_json,
+    stderr,
+    stdout,
 )
 from awm_engine.data.terminal import visible
 from awm_engine.db.build import build_database_sandboxed
@@ -108,8 +116,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for p in (args.before, args.after):
         if not Path(p).is_file():
             raise CliError(f"no such database: {p}")
-    import sqlite3
-
     try:
         diff = diff_databases(args.before, args.after)
     except sqlite3.DatabaseError as exc:  # not a database (or a damaged one): the file said so, not awm

@@ -16,8 +16,18 @@ from rich.markup import escape
 
 from awm_engine.cli import verb_help
 from awm_engine.cli.common import (
-    CliError, add_data_arg, echo, get_scenario, ignore_sigterm, load_catalog, out_dir, print_json, run_async, shown,
-    stderr, stdout,
+    CliError,
+    add_data_arg,
+    echo,
+    get_scenario,
+    ignore_sigterm,
+    load_catalog,
+    out_dir,
+    print_json,
+    run_async,
+    shown,
+    stderr,
+    stdout,
 )
 from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args, seconds
 from awm_engine.data.error_text import exception_line
@@ -188,9 +198,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                        # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
                        # layer)
                        "sandbox": protections().to_dict()}
-            partial = out / ".session.json.partial"
-            partial.write_text(json.dumps(session, indent=2))
-            os.replace(partial, out / "session.json")
+            _write_session(out, session)
 
         async def start_serving(restarts: int = 0) -> None:
             episode.worker.on_event = on_event
@@ -246,9 +254,14 @@ def _session_stopped(out: Path) -> None:
     for key, name in (("initial_db", "initial.db"), ("final_db", "final.db")):
         session[key] = str(out / name) if (out / name).is_file() else None
     session["stopped"] = time.time()
+    _write_session(out, session)
+
+
+def _write_session(out: Path, session: dict) -> None:
+    """``session.json``, replaced whole (a reader never sees half of it)."""
     partial = out / ".session.json.partial"
     partial.write_text(json.dumps(session, indent=2))
-    os.replace(partial, path)
+    os.replace(partial, out / "session.json")
 
 
 MAX_SERVE_RESTARTS = 10  # workers replaced while serving one episode before the server gives up

@@ -11,8 +11,18 @@ from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import (
-    CliError, add_data_arg, echo, interrupted_code, out_dir, print_fitted, print_json, print_warning, run_async,
-    shown, stderr, stdout,
+    CliError,
+    add_data_arg,
+    echo,
+    interrupted_code,
+    out_dir,
+    print_fitted,
+    print_json,
+    print_warning,
+    run_async,
+    shown,
+    stderr,
+    stdout,
 )
 from awm_engine.cli.options import (
     add_agent_args,

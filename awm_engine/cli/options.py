@@ -23,7 +23,6 @@ AGENT_GROUP = "agent settings"
 EXECUTOR_GROUP = "executor"
 
 
-
 def seconds(value: str) -> float:
     """A timeout on the command line: a number of seconds above 0 (``inf``: none)."""
     try:
@@ -33,6 +32,7 @@ def seconds(value: str) -> float:
     if not number > 0:  # NaN too
         raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
     return number
+
 
 def add_endpoint_args(parser, prefix: str = "") -> None:
     """``--endpoint``, ``--model``, ``--base-url`` (with ``prefix``: ``--judge-endpoint`` …)."""
