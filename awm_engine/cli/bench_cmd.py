@@ -99,7 +99,8 @@ def _require() -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    _require()
+    if (reason := wheel.problem()) is not None:  # the check's answer, not bad usage: exit 1 (docs/exit-codes.md)
+        raise CliError(reason, 1)
     wheel.prepare()
     stdout.print(f"bfcl-eval {wheel.BFCL_EVAL_VERSION} is installed; BFCL_PROJECT_ROOT is {wheel.project_root()}")
     return 0
