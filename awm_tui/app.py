@@ -12,6 +12,7 @@ from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from awm_engine.data.catalog import Catalog
+from awm_engine.data.paths import not_a_directory
 from awm_engine.data.run_formats import RunFormatError
 from awm_engine.data.terminal import visible
 from awm_engine.eval.runs import find_rollout_runs
@@ -249,20 +250,20 @@ def unusable_argument(args: argparse.Namespace) -> str | None:
 
     for option, paths in (("--data", args.data or []), ("--report", args.report or [])):
         for path in paths:
-            if not Path(path).is_dir():
-                return f"{option} {path}: not a directory"
+            if not_a_directory(path):
+                return f"{option} {path}: {not_a_directory(path)}"
     if args.eval:
-        if not Path(args.eval).is_dir():
-            return f"--eval {args.eval}: not a directory"
+        if not_a_directory(args.eval):
+            return f"--eval {args.eval}: {not_a_directory(args.eval)}"
         if not is_eval_run(Path(args.eval)) and not find_eval_runs(args.eval):
             return (f"--eval {args.eval}: neither an evaluation run nor a folder of them (a run holds config.json "
                     "and results.jsonl, written by awm eval run --out DIR or awm bench … run)")
-    if args.replay and not Path(args.replay).is_dir():
-        return f"--replay {args.replay}: not a directory"
+    if args.replay and not_a_directory(args.replay):
+        return f"--replay {args.replay}: {not_a_directory(args.replay)}"
     if args.gen and Path(args.gen).exists() and not Path(args.gen).is_dir():
         return f"--gen {args.gen}: not a directory"
-    if args.tau2_data and not Path(args.tau2_data).is_dir():
-        return f"--tau2-data {args.tau2_data}: not a directory"
+    if args.tau2_data and not_a_directory(args.tau2_data):
+        return f"--tau2-data {args.tau2_data}: {not_a_directory(args.tau2_data)}"
     return None
 
 

@@ -92,6 +92,9 @@ def test_index_cache_is_invalidated_when_the_file_changes(tmp_path):
 
 def test_missing_directory_is_an_error(tmp_path):
     catalog = Catalog.load([tmp_path / "nowhere"])
+    assert len(catalog) == 0 and catalog.errors[0].message == "no such directory"
+    (tmp_path / "afile").write_text("x")
+    catalog = Catalog.load([tmp_path / "afile"])
     assert len(catalog) == 0 and catalog.errors[0].message == "not a directory"
 
 

@@ -156,3 +156,10 @@ def test_a_native_calls_trajectory_entry_names_its_tool(tmp_path):
     assert entry == {"id": entry["id"], "name": "call_tool", "arguments": {"status": "active"}, "tool": "list_my_loans"}
     (out / "events.jsonl").unlink()  # replayed from trajectory.json alone
     assert "list_my_loans" in awm("replay", str(out)).stdout
+
+
+@pytest.mark.parametrize("argv", [["catalog", "list", "--data"], ["bench", "tau2", "check", "--tau2-data"]])
+def test_a_missing_directory_is_called_missing_and_a_file_not_a_directory(tmp_path, argv):
+    refused(awm(*argv, str(tmp_path / "nowhere")), "nowhere: no such directory")
+    (tmp_path / "afile").write_text("x")
+    refused(awm(*argv, str(tmp_path / "afile")), "afile: not a directory")

@@ -26,14 +26,17 @@ async def wait_until(pilot, predicate, timeout=120.0, what="the UI"):
 
 
 @pytest.mark.parametrize("argv, said", [
-    (["--data", "{tmp}/nowhere"], "--data {tmp}/nowhere: not a directory"),
-    (["--eval", "{tmp}/nowhere"], "--eval {tmp}/nowhere: not a directory"),
+    (["--data", "{tmp}/nowhere"], "--data {tmp}/nowhere: no such directory"),
+    (["--data", "{tmp}/afile"], "--data {tmp}/afile: not a directory"),
+    (["--eval", "{tmp}/nowhere"], "--eval {tmp}/nowhere: no such directory"),
+    (["--eval", "{tmp}/afile"], "--eval {tmp}/afile: not a directory"),
     (["--eval", "{tmp}"], "neither an evaluation run nor a folder of them"),
-    (["--replay", "{tmp}/nowhere"], "--replay {tmp}/nowhere: not a directory"),
-    (["--report", "{tmp}/nowhere"], "--report {tmp}/nowhere: not a directory"),
-    (["--tau2-data", "{tmp}/nowhere"], "--tau2-data {tmp}/nowhere: not a directory"),
+    (["--replay", "{tmp}/nowhere"], "--replay {tmp}/nowhere: no such directory"),
+    (["--report", "{tmp}/nowhere"], "--report {tmp}/nowhere: no such directory"),
+    (["--tau2-data", "{tmp}/nowhere"], "--tau2-data {tmp}/nowhere: no such directory"),
 ])
 def test_unusable_paths_are_refused_before_the_tui_starts(argv, said, tmp_path, capsys):
+    (tmp_path / "afile").write_text("not a directory")
     with pytest.raises(SystemExit) as exit_info:
         tui_main([a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert exit_info.value.code == 2

@@ -31,6 +31,7 @@ from awm_engine.cli.common import (
 )
 from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args, seconds
 from awm_engine.data.error_text import exception_line
+from awm_engine.data.paths import not_a_directory
 from awm_engine.db.templates import MAX_AGE_ENV, TemplateCache
 from awm_engine.runtime.caps import cap_result
 from awm_engine.runtime.envcode import rewrite_code
@@ -564,8 +565,8 @@ def _tau2_scenarios(args: argparse.Namespace) -> tuple[list[str], list]:
     from awm_engine.bench.tau2.data import Tau2Data
     from awm_engine.bench.tau2.episode import DomainScenario
 
-    if not Path(args.tau2_data).is_dir():
-        raise CliError(f"--tau2-data {args.tau2_data}: not a directory")
+    if not_a_directory(args.tau2_data):
+        raise CliError(f"--tau2-data {args.tau2_data}: {not_a_directory(args.tau2_data)}")
     data = Tau2Data(Path(args.tau2_data).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
     chosen = domains if names else list(DOMAINS)
     return [n for n in names if not domain_of_key(n)], [DomainScenario(data, d) for d in chosen]

@@ -16,6 +16,7 @@ from awm_engine.agent.policies import PolicyError
 from awm_engine.bench.tau2.data import DEFAULT_SPLIT, DOMAINS, Tau2Data
 from awm_engine.cli.common import CliError, echo, interrupted_code, print_json, run_async, stderr, stdout
 from awm_engine.cli.options import add_endpoint_args, add_executor_args, executor_from_args, judge_from_args
+from awm_engine.data.paths import not_a_directory
 
 DATA_ENV = "AWM_TAU2_DATA"
 
@@ -87,8 +88,8 @@ def _data(args: argparse.Namespace) -> Tau2Data:
     root = args.tau2_data or os.environ.get(DATA_ENV)
     if not root:
         raise CliError(f"no τ² data directory: pass --tau2-data DIR (or set {DATA_ENV})")
-    if not Path(root).is_dir():
-        raise CliError(f"--tau2-data {root}: not a directory")
+    if not_a_directory(root):
+        raise CliError(f"--tau2-data {root}: {not_a_directory(root)}")
     return Tau2Data(Path(root).resolve(), Path(args.airline_db).resolve() if args.airline_db else None)
 
 

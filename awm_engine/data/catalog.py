@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator
 from awm_engine.data import codeinfo
 from awm_engine.data.jsonl import JsonlError, iter_jsonl, read_line_at
 from awm_engine.data.names import normalize_scenario_name
-from awm_engine.data.paths import cache_dir, sample_envs_dir
+from awm_engine.data.paths import cache_dir, not_a_directory, sample_envs_dir
 from awm_engine.data.records import (
     VERIFIER_MODES,
     Column,
@@ -349,8 +349,9 @@ class Catalog:
 
 
 def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadIssue]) -> None:
-    if not data_dir.is_dir():
-        issues.append(LoadIssue("error", "not a directory", path=str(data_dir)))
+    why = not_a_directory(data_dir)
+    if why is not None:
+        issues.append(LoadIssue("error", why, path=str(data_dir)))
         return
     present = {kind: data_dir / fname for kind, fname in FILES.items() if (data_dir / fname).is_file()}
     if not present:

@@ -48,3 +48,11 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     home = env.get("HOME") if environ is not None else None
     base = env.get("XDG_CACHE_HOME") or str((Path(home) if home else Path.home()) / ".cache")
     return Path(base) / "awm"
+
+
+def not_a_directory(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as a directory ("no such directory", "not a directory"), None when it can."""
+    p = Path(path)
+    if p.is_dir():
+        return None
+    return "not a directory" if p.exists() or p.is_symlink() else "no such directory"

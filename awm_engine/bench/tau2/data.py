@@ -30,6 +30,7 @@ from awm_engine.bench.tau2.models import (
     TelecomUserDB,
 )
 from awm_engine.bench.tau2.tasks import Task
+from awm_engine.data.paths import not_a_directory
 from awm_engine.data.records import LoadIssue
 
 DOMAINS = ("airline", "retail", "telecom")
@@ -392,8 +393,9 @@ class Tau2Data:
     def problems(self) -> list[LoadIssue]:
         """Everything wrong with the directory, per domain (loads tasks and splits to find out)."""
         out: list[LoadIssue] = []
-        if not self.root.is_dir():
-            return [LoadIssue("error", "not a directory", path=str(self.root))]
+        why = not_a_directory(self.root)
+        if why is not None:
+            return [LoadIssue("error", why, path=str(self.root))]
         for name in DOMAINS:
             domain = self.domain(name)
             if not domain.dir.is_dir():
