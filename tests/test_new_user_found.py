@@ -163,3 +163,25 @@ def test_a_missing_directory_is_called_missing_and_a_file_not_a_directory(tmp_pa
     refused(awm(*argv, str(tmp_path / "nowhere")), "nowhere: no such directory")
     (tmp_path / "afile").write_text("x")
     refused(awm(*argv, str(tmp_path / "afile")), "afile: not a directory")
+
+
+def test_replaying_a_recording_of_another_task_says_so_and_a_missing_one_is_refused(tmp_path):
+    recorded = tmp_path / "recorded"
+    done = awm("agent", "run", "--scenario", SCENARIO, "--task", "0", "--policy", "oracle", "--out", str(recorded),
+               timeout=300)
+    assert done.returncode == 0, done.stderr
+    same = awm("agent", "run", "--scenario", SCENARIO, "--task", "0", "--policy", "replay", "--replay", str(recorded),
+               "--out", str(tmp_path / "same"), timeout=300)
+    assert same.returncode == 0 and "warning" not in same.stderr, same.stderr
+    other = awm("agent", "run", "--scenario", SCENARIO, "--task", "1", "--policy", "replay", "--replay",
+                str(recorded), "--out", str(tmp_path / "other"), timeout=300)
+    assert other.returncode == 0, other.stderr
+    assert f"warning: the recording replayed is of {SCENARIO} task 0, not of {SCENARIO} task 1" in \
+        " ".join(other.stderr.split())
+    (tmp_path / "bad.json").write_text('{"trajectory": [{"native_tool_calls": [7]}]}')
+    for source, why in ((tmp_path / "nowhere", "no such run directory or trajectory.json"),
+                        (tmp_path / "bad.json", "not a trajectory"), (tmp_path / "other" / "events.jsonl",
+                                                                       "not a trajectory")):
+        refused(awm("agent", "run", "--scenario", SCENARIO, "--task", "0", "--policy", "replay", "--replay",
+                    str(source), "--out", str(tmp_path / "never")), why)
+        assert not (tmp_path / "never").exists()

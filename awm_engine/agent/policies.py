@@ -181,13 +181,23 @@ class ReplayPolicy(ScriptedTurns):
 
     name = "replay"
 
-    def __init__(self, trajectory: dict[str, Any]):
+    def __init__(self, trajectory: dict[str, Any], scenario: str | None = None, task_id: int | None = None):
         turns = []
-        for entry in trajectory.get("trajectory", []):
+        for step, entry in enumerate(trajectory.get("trajectory", [])):
             native = entry.get("native_tool_calls") or []
-            turns.append(AssistantTurn(entry.get("content") or "",
-                                       [NativeCall(c["id"], c["name"], c["arguments"]) for c in native]))
+            try:
+                calls = [NativeCall(c["id"], c["name"], c["arguments"]) for c in native]
+            except (TypeError, KeyError):
+                raise PolicyError(f"not a trajectory: step {step}'s native_tool_calls are not calls "
+                                  "(each has id, name and arguments)", "config") from None
+            turns.append(AssistantTurn(entry.get("content") or "", calls))
         super().__init__(turns, "")
+        # a recording of another scenario or task replays all the same (on purpose, or by mistake: said)
+        recorded = (trajectory.get("scenario"), trajectory.get("task_id"))
+        self.mismatch = None
+        if scenario is not None and recorded != (scenario, task_id):
+            self.mismatch = (f"the recording replayed is of {recorded[0]!s} task {recorded[1]!s}, not of {scenario} "
+                             f"task {task_id}: its calls are made here all the same")
 
 
 class HumanPolicy:

@@ -129,6 +129,8 @@ async def _agent_run(args: argparse.Namespace) -> int:
                              endpoint, args.replay, args.tool_names)
     except (ConfigError, PolicyError) as exc:
         raise CliError(str(exc)) from None
+    if getattr(policy, "mismatch", None):
+        print_warning(policy.mismatch)
     config = agent_config_from_args(args, mode)
     meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
             "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}

@@ -52,9 +52,7 @@ def make_policy(kind: str, scenario: Scenario, task_idx: int, mode: str = "meta"
     if kind == "replay":
         if replay_from is None:
             raise PolicyError("the replay policy needs a run directory or trajectory.json", "config")
-        path = Path(replay_from)
-        path = path / "trajectory.json" if path.is_dir() else path
-        return ReplayPolicy(json.loads(path.read_text()))
+        return ReplayPolicy(read_recording(replay_from), scenario.key, task_idx)
     if kind == "immediate":
         return ImmediatePolicy()
     if kind == "human":
@@ -62,6 +60,25 @@ def make_policy(kind: str, scenario: Scenario, task_idx: int, mode: str = "meta"
     if kind == "terminal":
         return TerminalHumanPolicy()
     raise PolicyError(f"unknown policy {kind!r} (choose from {', '.join(POLICIES)})", "config")
+
+
+def read_recording(replay_from: Path | str) -> dict:
+    """The trajectory a replay repeats: ``trajectory.json`` of a run directory, or that file itself. PolicyError
+    (``config``) when there is none or it is not a trajectory."""
+    path = Path(replay_from)
+    path = path / "trajectory.json" if path.is_dir() else path
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PolicyError(f"{replay_from}: no such run directory or trajectory.json", "config") from None
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot be read ({exc.strerror or exc})", "config") from None
+    except (ValueError, RecursionError) as exc:
+        raise PolicyError(f"{path}: not a trajectory (not JSON: {str(exc)[:200]})", "config") from None
+    if not isinstance(data, dict) or not isinstance(data.get("trajectory"), list) or \
+            not all(isinstance(entry, dict) for entry in data["trajectory"]):
+        raise PolicyError(f"{path}: not a trajectory (no list of steps under \"trajectory\")", "config")
+    return data
 
 
 VERIFY_MODES = ("code", "sql", "both")
