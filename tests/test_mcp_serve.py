@@ -157,6 +157,22 @@ def test_env_check_lists_a_running_servers_tools(server, capsys):
     assert data["running"] and len(data["tools"]) == Catalog.load().get(SCENARIO).tool_count
 
 
+def test_env_check_takes_the_url_first_or_the_session_directory(server, tmp_path, capsys):
+    port, out, _ = server
+    url = f"http://127.0.0.1:{port}/mcp"
+    for where in ([url], [str(out)], [str(out), "--url", url]):
+        assert awm(["env", "check", *where, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["url"] == url
+    assert awm(["env", "check", str(out), "--url", f"http://127.0.0.1:{free_port()}/mcp"]) == 2
+    assert "two servers given" in capsys.readouterr().err
+    assert awm(["env", "check"]) == 2 and "give the server's URL" in capsys.readouterr().err
+    assert awm(["env", "check", str(tmp_path)]) == 2 and "nor a session directory" in capsys.readouterr().err
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    (stopped / "session.json").write_text(json.dumps({"url": url, "stopped": 1796637625.0}))
+    assert awm(["env", "check", str(stopped)]) == 1 and "that server stopped" in capsys.readouterr().err
+
+
 def test_env_check_on_a_dead_url_fails_cleanly(capsys):
     assert awm(["env", "check", "--url", f"http://127.0.0.1:{free_port()}/mcp", "--timeout", "2"]) == 1
     assert "could not list tools" in capsys.readouterr().err

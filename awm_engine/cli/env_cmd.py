@@ -63,7 +63,10 @@ def register(verbs) -> None:
                        help="stop when the process that started this one exits (used by the TUI)")
     serve.set_defaults(func=cmd_serve)
     check = sub.add_parser("check", help="list the tools of a running MCP server")
-    check.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8001/mcp")
+    check.add_argument("where", nargs="?", metavar="URL|SESSION_DIR",
+                       help="the server's URL (e.g. http://127.0.0.1:8001/mcp), or the session directory of an awm "
+                            "env serve (its session.json says the URL)")
+    check.add_argument("--url", help="the server's URL (the same as giving it first)")
     check.add_argument("--timeout", type=seconds, default=10.0)
     check.add_argument("--token", metavar="TOKEN", help="bearer token of a server started with --token "
                                                          "(default: AWM_SERVE_TOKEN)")
@@ -348,9 +351,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
 _SERVED: list[Path] = []  # the session directory, once the episode is served (what a second interrupt reports)
 
 
+def _check_url(args: argparse.Namespace) -> str:
+    """The URL ``awm env check`` asks: given, or read from a session directory's ``session.json``."""
+    where = args.where or args.url
+    if not where:
+        raise CliError("give the server's URL (awm env check http://127.0.0.1:8001/mcp) or the session directory "
+                       "of an awm env serve")
+    url = where if "://" in where else _session_url(where)
+    if args.url and args.url != url:
+        raise CliError(f"two servers given ({args.where} and --url {args.url}): give one")
+    return url
+
+
+def _session_url(where: str) -> str:
+    session = Path(where) / "session.json"
+    if not Path(where).is_dir() or not session.is_file():
+        raise CliError(f"{where}: neither a URL (http://HOST:PORT/mcp) nor a session directory (holding "
+                       "session.json, written by awm env serve)")
+    try:
+        data = json.loads(session.read_bytes())
+        url = data["url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise CliError(f"{session}: not a session of awm env serve (no url in it)") from None
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise CliError(f"{session}: served over {data.get('transport', 'stdio')}, not HTTP: nothing to check there")
+    stopped = data.get("stopped")
+    if stopped:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stopped)) if isinstance(stopped, (int, float)) \
+            else stopped
+        raise CliError(f"{where}: that server stopped ({when})", 1)
+    return url
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from awm_engine.runtime.mcp_server import list_remote_tools
 
+    args.url = _check_url(args)
     try:
         tools = asyncio.run(list_remote_tools(args.url, args.timeout, args.token or os.environ.get("AWM_SERVE_TOKEN")))
     except Exception as exc:  # noqa: BLE001 - any connection failure is reported the same way
