@@ -4,6 +4,8 @@ episodes): each test fails while its gap is open.
 - a data file of one endless line — a sparse file (``truncate -s 1T gen_verifier.pure_code.jsonl``: no disk
   space, a tar archive carries it as such) — was read whole into the awm process's memory by ``Catalog.load``
   (``awm catalog list``, ``awm eval run``, the TUI): every gigabyte of the file a gigabyte of the host's memory;
+- so did a τ² domain's files (``db.json``, ``tasks.json``, the policy: ``awm bench tau2``, ``awm-tui --tau2-data``),
+  each read whole: a sparse ``db.json`` of a terabyte took the host's memory;
 - a data file that is a FIFO when opened (swapped in after the catalog's ``is_file`` check, or a lazily read row's
   file replaced by one later) blocked the open for ever;
 - the TUI's τ² domain screen showed the domain's data — database keys and values (Data tab), table columns, task
@@ -57,6 +59,36 @@ def test_a_data_file_of_one_endless_line_is_not_read_into_memory(tmp_path):
     out = run_limited(LOAD_CATALOG, str(data))
     assert out["scenarios"] == ["notes"], out
     assert any("longer than" in issue for issue in out["issues"]), out
+
+
+def test_a_tau2_domain_file_of_a_terabyte_is_not_read_into_memory(tmp_path):
+    """A τ² domain whose ``db.json`` and ``tasks.json`` are sparse files of a terabyte (no disk space): each was read
+    whole (MemoryError under a 2 GiB limit). Each is an error that names the file, and nothing is read past the
+    limit."""
+    import shutil
+
+    from test_tau2_domains import FIXTURE
+
+    data = tmp_path / "tau2"
+    shutil.copytree(FIXTURE, data)
+    for name in ("db.json", "tasks.json", "policy.md"):
+        with open(data / "domains" / "airline" / name, "wb") as fh:
+            fh.truncate(1 << 40)
+    code = '''
+import json, sys
+from awm_engine.bench.tau2.data import Tau2Data, DatabaseMissing
+domain = Tau2Data(sys.argv[1]).domain("airline")
+try:
+    domain.fresh_db()
+    db = "read"
+except DatabaseMissing as exc:
+    db = str(exc)
+print(json.dumps({"db": db, "tasks": len(domain.tasks), "policy": domain.policy,
+                  "issues": [str(i.message) for i in domain.issues]}))
+'''
+    out = run_limited(code, str(data), memory_mb=2048)
+    assert "larger than" in out["db"] and out["tasks"] == 0 and not out["policy"], out
+    assert any("larger than" in issue for issue in out["issues"]), out
 
 
 def test_a_data_file_that_is_a_fifo_when_opened_is_refused_not_waited_on(tmp_path):

@@ -60,6 +60,19 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+MAX_FILE_BYTES = 256 << 20  # a whole-file read of data (a benchmark's database or task file): real ones are megabytes
+
+
+def read_bounded(path: Path | str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (``open_regular``), or OSError when it holds more than ``limit``: a
+    sparse file of a terabyte takes no disk space, and read whole it would take the host's memory."""
+    with open_regular(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path}: larger than {limit >> 20} MiB; not read")
+    return data
+
+
 def iter_jsonl(path: Path | str, errors: list[JsonlError]) -> Iterator[JsonlRow]:
     """Yield each object line with its 1-based line number and byte offset.
 
