@@ -369,7 +369,11 @@ def _load_dir(data_dir: Path, scenarios: dict[str, Scenario], issues: list[LoadI
         return local[key]
 
     for kind, path in present.items():
-        entries, errors = index_file(path, kind)
+        try:
+            entries, errors = index_file(path, kind)
+        except OSError as exc:  # not a regular file when opened (a FIFO, a device), unreadable
+            issues.append(LoadIssue("error", f"cannot read: {exc.strerror or exc}", path=str(path)))
+            continue
         issues.extend(LoadIssue("error", e.message, path=e.path, line=e.line) for e in errors)
         for entry in entries:
             key = normalize_scenario_name(entry.raw_name)

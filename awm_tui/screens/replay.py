@@ -75,7 +75,8 @@ class ReplayScreen(Screen):
 
     def state(self, text: str | Text) -> None:
         if self.is_attached:  # a worker may finish after the screen was closed
-            self.query_one("#replay-state", Static).update(text)
+            # the run's record (its stop reason) is in it: text, never markup
+            self.query_one("#replay-state", Static).update(text if isinstance(text, Text) else Text(visible(text)))
 
     @work(exclusive=True, group="replay")
     async def materialize(self) -> None:

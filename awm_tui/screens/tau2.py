@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Group
+from rich.table import Column as RichColumn
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
@@ -43,6 +44,7 @@ from ..views.catalog_rows import ProblemCount, Row
 from ..views.run_view import RunView
 from ..widgets.diff_view import DiffView
 from ..widgets.problems import problems_view
+from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
 from .replay import ReplayScreen
 
@@ -96,9 +98,9 @@ def verdict_view(info: dict[str, Any] | None, termination: str | None = None) ->
                                       (", ".join(info.get("reward_basis") or []), "bold"))]
     breakdown = RichTable("component", "score", title="components", title_justify="left")
     for name, value in (info.get("reward_breakdown") or {}).items():
-        breakdown.add_row(name, Text(str(value), style="green" if value == 1.0 else "red"))
+        breakdown.add_row(shown(name), Text(str(value), style="green" if value == 1.0 else "red"))
     for name in info.get("not_scored") or []:
-        breakdown.add_row(name, Text("not scored", style="yellow"))
+        breakdown.add_row(shown(name), Text("not scored", style="yellow"))
     parts.append(breakdown)
     db = info.get("db_check")
     if db:
@@ -185,17 +187,17 @@ class Tau2Screen(Screen):
                 yield VerticalScroll(Static(id="tau2-overview"), id="overview-scroll")
             with TabPane("2 Tables", id="schema"):
                 with Horizontal():
-                    yield OptionList(id="tau2-table-list")
+                    yield OptionList(id="tau2-table-list", markup=False)  # the domain's names: text
                     yield VerticalScroll(Static(id="tau2-table-detail"), classes="tau2-right")
             with TabPane("3 Data", id="data"):
                 yield VerticalScroll(Static(id="tau2-data"), id="data-scroll")
             with TabPane("4 Tools", id="tools"):
                 with Horizontal():
-                    yield OptionList(id="tau2-tool-list")
+                    yield OptionList(id="tau2-tool-list", markup=False)  # the domain's names: text
                     yield VerticalScroll(Static(id="tau2-tool-detail"), classes="tau2-right")
             with TabPane("5 Tasks", id="tasks"):
                 with Horizontal():
-                    yield OptionList(id="tau2-task-list")
+                    yield OptionList(id="tau2-task-list", markup=False)  # the domain's names: text
                     yield VerticalScroll(Static(id="tau2-task-detail"), classes="tau2-right")
         yield Footer()
 
@@ -204,9 +206,10 @@ class Tau2Screen(Screen):
         self.sub_title = str(self.domain.dir)
         self.query_one("#tau2-overview", Static).update(self.overview())
         self.query_one("#tau2-tool-list", OptionList).add_options(
-            [Option(f"{who:<5} {t['name']}", id=str(i)) for i, (who, t) in enumerate(self.tools)])
+            [Option(visible(f"{who:<5} {t['name']}"), id=str(i)) for i, (who, t) in enumerate(self.tools)])
         self.query_one("#tau2-task-list", OptionList).add_options(
-            [Option(f"{t.id[:28]:<28} {t.summary[:28]}", id=str(i)) for i, t in enumerate(self.scenario.tau2_tasks)])
+            [Option(visible(f"{t.id[:28]:<28} {t.summary[:28]}"), id=str(i))
+             for i, t in enumerate(self.scenario.tau2_tasks)])
         self.load_databases()
 
     def overview(self) -> Group:
@@ -263,14 +266,16 @@ class Tau2Screen(Screen):
         self.databases = dbs
         self.collections = collections_of(dbs)
         self.query_one("#tau2-table-list", OptionList).add_options(
-            [Option(f"{c.table} ({self._count(c)})", id=str(i)) for i, c in enumerate(self.collections)])
+            [Option(visible(f"{c.table} ({self._count(c)})"), id=str(i)) for i, c in enumerate(self.collections)])
         parts = []
         for c in self.collections:
             records = c.records(getattr(dbs[c.db_name], c.field))
-            table = RichTable(*["_key", *c.columns], title=f"{c.table} — first {min(PREVIEW_ROWS, len(records))} of "
-                                                         f"{len(records)}", title_justify="left")
+            # the domain's data (its database's keys and values): shown as text, never read as markup
+            table = RichTable(*[RichColumn(header=shown(column)) for column in ["_key", *c.columns]],
+                              title=shown(f"{c.table} — first {min(PREVIEW_ROWS, len(records))} of {len(records)}"),
+                              title_justify="left")
             for key, record in records[:PREVIEW_ROWS]:
-                table.add_row(key, *[("NULL" if v is None else str(v))[:40] for v in c.row(record)])
+                table.add_row(shown(key), *[shown(("NULL" if v is None else str(v))[:40]) for v in c.row(record)])
             parts.append(table)
         self.query_one("#tau2-data", Static).update(Group(*parts))
 
@@ -281,19 +286,19 @@ class Tau2Screen(Screen):
         index = int(event.option.id)
         if event.option_list.id == "tau2-table-list":
             c = self.collections[index]
-            table = RichTable("column", "stored as", title=f"{c.table} · {self._count(c)} rows · one row per "
-                                                            f"{'record' if c.shape != 'single' else c.field}")
+            table = RichTable("column", "stored as", title=shown(f"{c.table} · {self._count(c)} rows · one row per "
+                                                                  f"{'record' if c.shape != 'single' else c.field}"))
             for name, kind in c.columns.items():
-                table.add_row(name, kind)
+                table.add_row(shown(name), shown(kind))
             self.query_one("#tau2-table-detail", Static).update(table)
         elif event.option_list.id == "tau2-tool-list":
             who, t = self.tools[index]
             schema = t.get("inputSchema") or {}
             table = RichTable("parameter", "type", "required", "description")
             for name, prop in (schema.get("properties") or {}).items():
-                table.add_row(name, str(prop.get("type") or prop.get("enum") or "object"),
+                table.add_row(shown(name), shown(prop.get("type") or prop.get("enum") or "object"),
                               "yes" if name in (schema.get("required") or []) else "",
-                              str(prop.get("description") or ""))
+                              shown(prop.get("description") or ""))
             title = f"{t['name']} ({who} tool" + (", called as user:" + t["name"] if who == "user" else "") + ")"
             self.query_one("#tau2-tool-detail", Static).update(Group(Text(title, style="bold"),
                                                                      Text(t.get("description") or ""), table))
@@ -338,7 +343,7 @@ class Tau2Screen(Screen):
             self.notify("this domain has no tasks", severity="warning")
             return
         if self.domain.db_problem():
-            self.notify(self.domain.db_problem(), title="τ²-bench", severity="error")
+            self.notify(visible(self.domain.db_problem()), title="τ²-bench", severity="error", markup=False)
             return
         self.app.push_screen(Tau2PlayScreen(self.scenario, task, mode))
 
@@ -407,9 +412,9 @@ class Tau2PlayScreen(Screen):
             self.query_one(Input).cursor_blink = False
         self.converse()
 
-    def status(self, text: str) -> None:
-        if self.is_attached:
-            self.query_one("#tau2-play-status", Static).update(text)
+    def status(self, text: str | Text) -> None:
+        if self.is_attached:  # a termination reason, a failure: text, never markup
+            self.query_one("#tau2-play-status", Static).update(text if isinstance(text, Text) else shown(text))
 
     @work(exclusive=True, group="tau2-play")
     async def converse(self) -> None:
@@ -477,7 +482,7 @@ class Tau2PlayScreen(Screen):
             return
         if text == "/tools":
             names = ", ".join(t["name"] for t in self.my_tools) or "none"
-            self.notify(names, title="your tools")
+            self.notify(visible(names), title="your tools", markup=False)
             return
         if text.startswith("/"):
             name, _, raw = text[1:].partition(" ")

@@ -30,6 +30,7 @@ from awm_engine.bench.tau2.models import (
     TelecomUserDB,
 )
 from awm_engine.bench.tau2.tasks import Task
+from awm_engine.data.jsonl import read_bounded
 from awm_engine.data.paths import not_a_directory
 from awm_engine.data.records import LoadIssue
 
@@ -83,7 +84,7 @@ class TaskVersion:
 
 def _read_json(path: Path, issues: list[LoadIssue], scenario: str) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_bounded(path))
     except OSError as exc:
         issues.append(LoadIssue("error", f"cannot read: {exc}", scenario, str(path)))
     except ValueError as exc:
@@ -135,7 +136,7 @@ class DomainData:
     def _text(self, name: str) -> str | None:
         path = self.dir / name
         try:
-            return path.read_text(encoding="utf-8")
+            return read_bounded(path).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.issues.append(LoadIssue("error", f"cannot read {name}: {exc}", self.key, str(path)))
             return None
@@ -168,7 +169,7 @@ class DomainData:
         if not path.is_file():
             path = domains_dir(self.root).parent / "user_simulator" / name
         try:
-            return path.read_text(encoding="utf-8")
+            return read_bounded(path).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.issues.append(LoadIssue("error", f"cannot read the user-simulator guidelines: {exc}", self.key,
                                          str(path)))
@@ -192,7 +193,7 @@ class DomainData:
                     self.issues.append(LoadIssue("error", "no tasks.json", self.key, str(path)))
                 continue
             try:
-                raw = path.read_bytes()
+                raw = read_bounded(path)
                 data = json.loads(raw)
             except (OSError, ValueError) as exc:
                 self.issues.append(LoadIssue("error", f"cannot read the tasks: {exc}", self.key, str(path)))
@@ -321,7 +322,7 @@ class DomainData:
                         else ""
                     raise DatabaseMissing(f"{self.name}: no database at {path}{hint}")
                 try:
-                    raw = path.read_bytes()
+                    raw = read_bounded(path)
                     self._raw_db = tomllib.loads(raw.decode()) if path.suffix == ".toml" else raw
                 except (OSError, ValueError) as exc:
                     raise DatabaseMissing(f"{self.name}: cannot read the database {path}: {exc}") from None
@@ -348,7 +349,7 @@ class DomainData:
             if self._raw_user_db is None:
                 path = self.user_db_path
                 try:
-                    self._raw_user_db = tomllib.loads(path.read_text()) if path.is_file() else {}
+                    self._raw_user_db = tomllib.loads(read_bounded(path).decode()) if path.is_file() else {}
                 except (OSError, ValueError) as exc:
                     raise DatabaseMissing(f"telecom: cannot read the user database {path}: {exc}") from None
             raw = self._raw_user_db
