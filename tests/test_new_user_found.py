@@ -185,3 +185,12 @@ def test_replaying_a_recording_of_another_task_says_so_and_a_missing_one_is_refu
         refused(awm("agent", "run", "--scenario", SCENARIO, "--task", "0", "--policy", "replay", "--replay",
                     str(source), "--out", str(tmp_path / "never")), why)
         assert not (tmp_path / "never").exists()
+
+
+def test_a_path_with_brackets_is_printed_as_it_is(tmp_path):
+    """Rich would read ``[x]`` in ``--out runs/[x]`` as markup: the resume command printed would be wrong."""
+    out = tmp_path / "runs" / "[x] [bold]b[/bold]"
+    done = awm("eval", "run", "--scenario", SCENARIO, "--task", "0", "--policy", "immediate", "--out", str(out),
+               timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"run directory: {out}" in done.stderr.replace("\n", ""), done.stderr

@@ -208,7 +208,7 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
     if not port_is_free(port):  # never print a URL another process answers at
         raise CliError(f"port {port} on 127.0.0.1 is already in use (pick another with --port, or --port 0)",
                        PORT_BUSY)
-    stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{port}/v1")
+    stderr.print(f"scripted OpenAI-compatible API at http://127.0.0.1:{port}/v1", markup=False)
     serve(args.script, port)
     return 0
 

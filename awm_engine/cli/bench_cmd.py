@@ -102,7 +102,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if (reason := wheel.problem()) is not None:  # the check's answer, not bad usage: exit 1 (docs/exit-codes.md)
         raise CliError(reason, 1)
     wheel.prepare()
-    stdout.print(f"bfcl-eval {wheel.BFCL_EVAL_VERSION} is installed; BFCL_PROJECT_ROOT is {wheel.project_root()}")
+    stdout.print(f"bfcl-eval {wheel.BFCL_EVAL_VERSION} is installed; BFCL_PROJECT_ROOT is {wheel.project_root()}",
+                 markup=False)
     return 0
 
 
@@ -179,14 +180,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
             stderr.print(f"{exc or 'interrupted'}: finished entries are in {out / 'results.jsonl'}; "
-                         f"continue with: awm bench bfcl run --resume {out}")
+                         f"continue with: awm bench bfcl run --resume {out}", markup=False)
             return interrupted_code(exc)
     print_report(meta)
-    stderr.print(f"run directory: {out.resolve()}")
+    stderr.print(f"run directory: {out.resolve()}", markup=False)
     if meta["totals"]["errors"]:
         errored = meta['totals']['errors']
         stderr.print(f"{errored} {'entry' if errored == 1 else 'entries'} errored (not scored); rerun them with "
-                     f"awm bench bfcl run --resume {out}")
+                     f"awm bench bfcl run --resume {out}", markup=False)
     if not meta["totals"].get("scored"):  # nothing was scored: the run tells nothing
         stderr.print("[red]nothing was scored[/red]")
         return 1

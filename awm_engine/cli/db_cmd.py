@@ -108,7 +108,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if failed:
         stdout.print(f"[red]failed (no usable database): {escape(', '.join(r.scenario for r in failed))}[/red]")
     if not args.refresh:
-        stdout.print(f"report: {out / 'build_report.json'}")
+        stdout.print(f"report: {out / 'build_report.json'}", markup=False)
     return code
 
 
@@ -125,7 +125,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return 0
     counts = diff.counts()
     stdout.print(f"{plural(counts['tables'], 'table')} changed: +{counts['inserted']} -{counts['deleted']} "
-                 f"~{counts['updated']}")
+                 f"~{counts['updated']}", markup=False)
     for t in diff.tables:
         stdout.rule(escape(f"{t.table} ({t.status}; key {', '.join(t.key_columns)})"))
         for row in t.inserted:

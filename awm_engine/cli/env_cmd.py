@@ -161,7 +161,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
     if token == "auto":
         token = secrets.token_urlsafe(24)
         if not args.stdio:
-            stderr.print(f"bearer token: {token}")
+            stderr.print(f"bearer token: {token}", markup=False)
     # one episode for the server's life: no spare sandbox kept beside it (~70 MB); the worker answers MCP itself
     pool = EnvPool(workers=1, spares=0, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
                    schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True, warm=True)
@@ -217,12 +217,12 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
             # what loading the catalog, the template and the worker allocated is garbage now: give it back
             gc.collect()
             trim_heap()
-            stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}")
+            stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}", markup=False)
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
             else:
                 main = asyncio.create_task(front.run_http(listener))
-                stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop")
+                stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop", markup=False)
             tasks += [main, asyncio.create_task(_keep_serving(pool, episode, front, start_serving, restarted, main))]
             # the next server of this scenario finds a spare with its module loaded (after this one is served)
             tasks.append(asyncio.create_task(pool.bind_next(scenario)))
@@ -243,7 +243,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         # the worker's directory (template copies, module databases) goes too: nothing is left but the session
         await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
         _session_stopped(out)
-    stderr.print(f"stopped; databases in {out} (initial.db, final.db)")
+    stderr.print(f"stopped; databases in {out} (initial.db, final.db)", markup=False)
     return 0
 
 
@@ -298,7 +298,7 @@ async def _keep_serving(pool: EnvPool, episode: Any, front: Any, start_serving: 
             # counted as one more stop: the next round replaces this worker too (it is stopped here)
             stderr.print(f"the new environment worker could not serve the episode: {escape(str(exc))}")
             episode.worker.kill()
-    stderr.print(f"the environment worker stopped {MAX_SERVE_RESTARTS} times: the server stops")
+    stderr.print(f"the environment worker stopped {MAX_SERVE_RESTARTS} times: the server stops", markup=False)
     main.cancel()
 
 
@@ -344,7 +344,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return run_async(_serve(args), sigterm_code=0, own_sigint=True)
     except KeyboardInterrupt:  # a Ctrl-C before serving, or one that cancelled the clean-up itself
         stderr.print(f"interrupted while stopping; the session is in {_SERVED[-1]}" if _SERVED else
-                     "stopped before serving")
+                     "stopped before serving", markup=False)
         return 0
 
 
@@ -579,7 +579,8 @@ async def _doctor(args: argparse.Namespace) -> int:
                              highlight=False)
         for note in d.notes:  # checks that do not apply to this kind of environment (τ² domains), and why
             stdout.print(f"  [dim]note    {escape(note)}[/dim]", highlight=False)
-    stdout.print(f"{len(diagnoses)} environment{'' if len(diagnoses) == 1 else 's'}: {summarize(counts)} (--json has every field)")
+    stdout.print(f"{len(diagnoses)} environment{'' if len(diagnoses) == 1 else 's'}: {summarize(counts)} "
+                 "(--json has every field)", markup=False)
     return 0
 
 

@@ -164,12 +164,12 @@ def _run_tau2(args: argparse.Namespace, domains: list[str] | None) -> int:
         return code
     meta = current_metadata(out)
     _print_report(meta)
-    stderr.print(f"run directory: {out.resolve()} (τ²'s metrics: awm bench tau2 report {out})")
+    stderr.print(f"run directory: {out.resolve()} (τ²'s metrics: awm bench tau2 report {out})", markup=False)
     overall = meta.get("overall") or {}
     errors = overall.get("errored") or 0
     if errors:
         stderr.print(f"{_n(errors, 'simulation')} errored (see results.jsonl); rerun them with: "
-                     f"awm eval run --resume {out}")
+                     f"awm eval run --resume {out}", markup=False)
     outcome = run_outcome(overall)  # nothing scored (every simulation errored, or none got a verdict): exit 1
     if outcome["exit_code"]:
         stderr.print(f"[red]{shown(outcome['reason'])}[/red]", highlight=False)
@@ -218,15 +218,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
             stderr.print(f"{exc or 'interrupted'}: finished rollouts are in {out / 'results.jsonl'}; "
-                         f"continue with: awm eval run --resume {out}")
+                         f"continue with: awm eval run --resume {out}", markup=False)
             return interrupted_code(exc)
     _print_report(meta)
-    stderr.print(f"run directory: {out.resolve()}")
+    stderr.print(f"run directory: {out.resolve()}", markup=False)
     overall = meta.get("overall") or {}
     errors = overall.get("errored") or 0
     if errors:
         stderr.print(f"{_n(errors, 'rollout')} errored (see results.jsonl); rerun them with: "
-                     f"awm eval run --resume {out}")
+                     f"awm eval run --resume {out}", markup=False)
     outcome = meta.get("outcome") or run_outcome(overall, config.verify != "none")
     if outcome["exit_code"]:
         stderr.print(f"[red]{shown(outcome['reason'])}[/red]", highlight=False)

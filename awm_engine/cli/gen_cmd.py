@@ -192,7 +192,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
             stderr.print(f"[red]{escape(name)}: {escape(why)}[/red]")
         if summary.failed:
             stderr.print(f"{len(summary.failed)} scenario(s) stopped at a stage; rerun with --resume to retry them "
-                         "(finished stages are kept)")
+                         "(finished stages are kept)", markup=False)
     short = summary.have_new < summary.wanted_new
     if short:
         stderr.print(f"[yellow]only {summary.have_new} of the {summary.wanted_new} new scenarios asked for were "
@@ -200,7 +200,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
         for reason in summary.scenario_errors:
             stderr.print(f"  {escape(reason[:300])}")
         if any("request to" in r for r in summary.scenario_errors):
-            stderr.print(f"the model endpoint {config.base_url} failed; rerun with --resume once it answers")
+            stderr.print(f"the model endpoint {config.base_url} failed; rerun with --resume once it answers",
+                         markup=False)
         else:
             stderr.print("rerun with --resume to try again (e.g. with --similarity higher, or more varied seeds)")
     # a stage that wrote its best attempt although none passed is not a success: say which, and exit 1

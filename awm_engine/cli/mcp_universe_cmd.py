@@ -166,7 +166,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         by_domain[t.domain] = by_domain.get(t.domain, 0) + 1
     for domain, n in by_domain.items():
         stdout.print(f"{shown(domain)}: {n} tasks", highlight=False)
-    stdout.print(f"total: {len(loaded)}", highlight=False)
+    stdout.print(f"total: {len(loaded)}", highlight=False, markup=False)
     return 0
 
 
@@ -250,7 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt:
             stderr.print(f"interrupted: finished tasks are in {out / 'results.jsonl'}; continue with: "
-                         f"awm bench mcp-universe run --resume {out}")
+                         f"awm bench mcp-universe run --resume {out}", markup=False)
             return 130
     _print_rates(meta, "paper")
     stderr.print(f"run directory: {out.resolve()}", markup=False)

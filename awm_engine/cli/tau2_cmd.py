@@ -201,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if code == 0:
         meta = current_metadata(out)
         print_report([meta])  # with the DB match rate, which needs the full result lines
-        stderr.print(f"run directory: {out.resolve()}")
+        stderr.print(f"run directory: {out.resolve()}", markup=False)
         from awm_engine.eval.batch import run_outcome
 
         outcome = run_outcome(meta.get("overall") or {})  # nothing scored: the run tells nothing (exit 1)
@@ -245,7 +245,7 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
             stderr.print(f"{exc or 'interrupted'}: finished simulations are in {out / 'results.jsonl'}; "
-                         f"continue with: {verb} --resume {out}")
+                         f"continue with: {verb} --resume {out}", markup=False)
             return interrupted_code(exc), None
     return 0, meta
 
@@ -349,7 +349,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     m, a = result["metrics"], result["agreement"]
     stdout.print(f"awm: avg reward {fmt(m['avg_reward'])} over {m['scored']} simulations · pass^k "
                  + " ".join(f"{k}:{fmt(v)}" for k, v in m["pass_hat_k"].items())
-                 + f" · τ² recorded {fmt(result['recorded_metrics']['avg_reward'])} · agree {a['agree']}/{a['compared']}")
+                 + f" · τ² recorded {fmt(result['recorded_metrics']['avg_reward'])}"
+                 + f" · agree {a['agree']}/{a['compared']}", markup=False)
     for p in result["problems"]:
         stderr.print(f"[yellow]{escape(p)}[/yellow]")
     return 0
