@@ -6,12 +6,14 @@ The result per scenario (loads / tools listed / calls ok / calls failing with 5x
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from awm_engine.data.catalog import Scenario
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.paths import cache_dir
 from awm_engine.data.schema_examples import example_arguments
 from awm_engine.runtime.episode import EnvLoadError
@@ -117,11 +119,19 @@ async def check_scenario(pool: EnvPool, scenario: Scenario) -> HealthReport:
         finally:
             await episode.close()
     report.seconds = time.perf_counter() - started
+    _store(scenario, report)
+    return report
+
+
+def _store(scenario: Scenario, report: HealthReport) -> None:
+    """Cache a health report, whole or not at all: what the environment answered (a tool's text with a lone
+    surrogate, which no UTF-8 file holds) is escaped, and a cache that cannot be written is no error."""
     path = _cache_path(scenario)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report.to_dict(), ensure_ascii=False, default=str))
-    except OSError:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(dumps_text(report.to_dict(), default=str), encoding="utf-8")
+        tmp.replace(path)
+    except (OSError, ValueError):
         pass
-    return report
 
