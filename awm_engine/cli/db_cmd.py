@@ -136,7 +136,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             changes = ", ".join(f"{c}: {u.before[c]!r} -> {u.after[c]!r}" for c in u.changed)
             stdout.print(f"[yellow]~ {escape(json.dumps(u.key, default=str))}[/yellow] {escape(changes)}")
     if diff.skipped:
-        stdout.print(f"[yellow]virtual tables not read: {escape(', '.join(diff.skipped))}[/yellow]")
+        stdout.print(f"[yellow]tables not read (virtual tables, or names that are not UTF-8): {escape(', '.join(diff.skipped))}[/yellow]")
     if diff.incomplete:
         stdout.print(f"[yellow]incomplete: {escape(diff.incomplete)}[/yellow]")
     return 0

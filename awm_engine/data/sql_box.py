@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from awm_engine.data.sql_guard import Deadline, quote_ident, read_only
+from awm_engine.data.sql_guard import Deadline, any_text, quote_ident, read_only
 from awm_engine.data.terminal import visible
 
 SECONDS = 10.0
@@ -140,6 +140,7 @@ def run_query(db_path: str | Path, sql: str, *, seconds: float | None = SECONDS,
         result.error = f"cannot open the database: {visible(exc)}"
         return result
     try:
+        conn.text_factory = any_text  # a text that is not UTF-8 is shown (escaped), not an error for the whole query
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value)
         conn.set_authorizer(read_only)

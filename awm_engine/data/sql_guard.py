@@ -146,6 +146,14 @@ def bounded(conn: sqlite3.Connection, seconds: float = 2.0, max_length: int = 1 
     return bounds
 
 
+def any_text(raw: bytes) -> str:
+    """A TEXT value as it is stored, whatever its bytes (a ``text_factory``): text that is not UTF-8 (an environment's
+    ``CAST(x'ff' AS TEXT)``) made SQLite's default factory raise for the whole query — one such value hid every row
+    of its table (and the whole diff) from the user. Undecodable bytes become lone surrogates (``surrogateescape``:
+    two different byte strings stay two different texts); the CLI and the TUI show them as escapes."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
 def open_untrusted(path, value_bytes: int = 16 << 20, deadline: "Deadline | None" = None) -> sqlite3.Connection:
     """A read-only connection to a database someone else's code wrote (an episode's, a generated template): no value
     over ``value_bytes`` (a generated column ``AS (zeroblob(4e8))`` is computed at every read), functions the schema
@@ -153,6 +161,7 @@ def open_untrusted(path, value_bytes: int = 16 << 20, deadline: "Deadline | None
     function (``untrusted_reads``), and statements stop at
     ``deadline`` (a ``Deadline``) when given."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.text_factory = any_text
     try:
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, value_bytes)
     except AttributeError:  # Python < 3.11

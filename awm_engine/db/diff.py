@@ -180,12 +180,24 @@ def diff_databases(before: Path | str, after: Path | str, limits: DiffLimits | N
     return DbDiff(str(before), str(after), tables, skipped=skipped)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _plain_tables(db, skipped: list[str]) -> list[str]:
     """The ordinary tables of ``db``; its virtual tables go to ``skipped`` (never opened: even listing their columns
     runs their module)."""
     names = []
     for name, sql in db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid"):
         if not isinstance(name, str) or name.startswith("sqlite_"):
+            continue
+        if not _utf8(name):  # bytes that are not UTF-8 (``any_text``): no statement can name the table
+            if name not in skipped:
+                skipped.append(name)
             continue
         if str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
             if name not in skipped:
@@ -199,30 +211,38 @@ def _diff_tables(a, b, budget: _Budget, tables: list[TableDiff], skipped: list[s
     names_a = _plain_tables(a, skipped)
     names_b = _plain_tables(b, skipped)
     for name in names_a + [n for n in names_b if n not in names_a]:
-        if name not in names_b:
-            cols, keys, rows = _read_table(a, name, budget)
-            tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
+        try:
+            _diff_table(a, b, name, name in names_a, name in names_b, budget, tables)
+        except UnicodeError:  # a column name that is not UTF-8: Python's sqlite3 cannot name the table's columns
+            if name not in skipped:
+                skipped.append(name)
+
+
+def _diff_table(a, b, name: str, in_a: bool, in_b: bool, budget: _Budget, tables: list[TableDiff]) -> None:
+    if not in_b:
+        cols, keys, rows = _read_table(a, name, budget)
+        tables.append(TableDiff(name, keys, "removed", deleted=list(rows.values())))
+        return
+    if not in_a:
+        cols, keys, rows = _read_table(b, name, budget)
+        tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
+        return
+    cols_a, keys, rows_a = _read_table(a, name, budget)
+    cols_b, keys_b, rows_b = _read_table(b, name, budget)
+    diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
+                     columns_removed=[c for c in cols_a if c not in cols_b])
+    if keys != keys_b:  # the key itself changed: compare by whole rows
+        rows_a = {tuple(r.items()): r for r in rows_a.values()}
+        rows_b = {tuple(r.items()): r for r in rows_b.values()}
+    for key, row in rows_b.items():
+        old = rows_a.get(key)
+        if old is None:
+            diff.inserted.append(row)
             continue
-        if name not in names_a:
-            cols, keys, rows = _read_table(b, name, budget)
-            tables.append(TableDiff(name, keys, "added", inserted=list(rows.values())))
-            continue
-        cols_a, keys, rows_a = _read_table(a, name, budget)
-        cols_b, keys_b, rows_b = _read_table(b, name, budget)
-        diff = TableDiff(name, keys_b, columns_added=[c for c in cols_b if c not in cols_a],
-                         columns_removed=[c for c in cols_a if c not in cols_b])
-        if keys != keys_b:  # the key itself changed: compare by whole rows
-            rows_a = {tuple(r.items()): r for r in rows_a.values()}
-            rows_b = {tuple(r.items()): r for r in rows_b.values()}
-        for key, row in rows_b.items():
-            old = rows_a.get(key)
-            if old is None:
-                diff.inserted.append(row)
-                continue
-            changed = [c for c in row if c in old and old[c] != row[c]]
-            if changed:
-                key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
-                diff.updated.append(RowUpdate(key_dict, old, row, changed))
-        diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
-        if diff.changed:
-            tables.append(diff)
+        changed = [c for c in row if c in old and old[c] != row[c]]
+        if changed:
+            key_dict = dict(zip(diff.key_columns, key)) if keys == keys_b else {}
+            diff.updated.append(RowUpdate(key_dict, old, row, changed))
+    diff.deleted = [row for key, row in rows_a.items() if key not in rows_b]
+    if diff.changed:
+        tables.append(diff)
