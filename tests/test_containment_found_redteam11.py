@@ -9,6 +9,9 @@ its gap is open:
   showed no row of the table, and the TUI's rollout screen raised in its end-of-rollout diff (before the
   verification ran). A table or column renamed to such bytes (``writable_schema``) then crashed the diff with a
   traceback. Values are read as they are stored (undecodable bytes as escapes); such names are listed as not read;
+- a data file's SQL holding a lone surrogate (the JSON escape ``"\\ud800"``) made the database build raise
+  ``UnicodeEncodeError`` in awm's process while it wrote the sandbox's request: ``awm db build`` over a data
+  directory crashed with a traceback, no scenario of it built (an evaluation lost that scenario to internal errors).
 """
 from __future__ import annotations
 
@@ -107,3 +110,18 @@ def test_awm_db_diff_shows_what_a_hostile_database_holds(tmp_path, capsys):
     assert awm(["db", "diff", "--json", str(before), str(after)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["inserted"] == 2
+
+
+def test_a_lone_surrogate_in_a_data_files_sql_does_not_crash_awm_db_build(tmp_path, capsys):
+    from awm_engine.cli import main as awm
+
+    data = make_env_dir(tmp_path / "d", {"Surro": "", "Honest": ""})
+    path = data / "gen_sample.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["sample_data"]["tables"][0]["insert_statements"].append("INSERT INTO notes (id, text) VALUES (3, 'S');")
+    path.write_text("".join(json.dumps(r).replace("'S'", "'\\ud800'") + "\n" for r in rows))
+    assert awm(["db", "build", "--data", str(data), "--out", str(tmp_path / "built"), "--json"]) == 0
+    reports = {r["scenario"]: r for r in json.loads(capsys.readouterr().out)}
+    assert reports["honest"]["built"] and sum(reports["honest"]["row_counts"].values()) == 2
+    assert "surro" in reports  # built, its failed statement reported
+    assert json.loads((tmp_path / "built" / "build_report.json").read_text())

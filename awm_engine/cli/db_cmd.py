@@ -28,6 +28,7 @@ from awm_engine.cli.common import (
     stderr,
     stdout,
 )
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.terminal import visible
 from awm_engine.db.build import build_database_sandboxed
 from awm_engine.db.diff import diff_databases
@@ -82,7 +83,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     failed = [r for r in reports if not r.usable]
     code = 0 if usable else 1
     if not args.refresh:
-        (out / "build_report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+        (out / "build_report.json").write_text(dumps_text(payload, indent=2), encoding="utf-8")
     if args.json:
         print_json(payload)
         return code

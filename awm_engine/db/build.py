@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from awm_engine.data.jsonl import dumps_text
 from awm_engine.data.sql_guard import forbid_attach, quote_ident
 
 
@@ -202,8 +203,9 @@ def build_database_sandboxed(scenario: str, db_schema: dict[str, Any] | None, sa
     quota = limits.mount_quota(scratch, disk_mb, *sandbox_ids())
     try:
         request = scratch / "request.json"
-        request.write_text(json.dumps({"scenario": scenario, "db_schema": db_schema, "sample_data": sample_data},
-                                      ensure_ascii=False))
+        # the data's text may hold a lone surrogate (a JSON "\\ud800" escape), which no UTF-8 file holds as it is
+        request.write_text(dumps_text({"scenario": scenario, "db_schema": db_schema, "sample_data": sample_data}),
+                           encoding="utf-8")
         out_db, out_report = scratch / "out.db", scratch / "report.json"
         sandbox = Sandbox(SandboxPolicy(writable=[str(scratch)], memory_mb=2048, max_procs=16, file_size_mb=disk_mb),
                           "build")
@@ -277,7 +279,7 @@ def _main(argv: list[str]) -> int:
     """Inside the sandbox: ``python -m awm_engine.db.build REQUEST OUT_DB OUT_REPORT``."""
     request = json.loads(Path(argv[0]).read_text())
     report = build_database(request["scenario"], request.get("db_schema"), request.get("sample_data"), argv[1])
-    Path(argv[2]).write_text(json.dumps(report.to_dict(), ensure_ascii=False, default=str))
+    Path(argv[2]).write_text(dumps_text(report.to_dict(), default=str), encoding="utf-8")
     return 0
 
 
