@@ -11,7 +11,10 @@ its gap is open:
   traceback. Values are read as they are stored (undecodable bytes as escapes); such names are listed as not read;
 - a data file's SQL holding a lone surrogate (the JSON escape ``"\\ud800"``) made the database build raise
   ``UnicodeEncodeError`` in awm's process while it wrote the sandbox's request: ``awm db build`` over a data
-  directory crashed with a traceback, no scenario of it built (an evaluation lost that scenario to internal errors).
+  directory crashed with a traceback, no scenario of it built (an evaluation lost that scenario to internal errors);
+- an environment that overwrites its final.db with garbage made the TUI's end-of-rollout diff raise in the rollout's
+  last event (``run_episode``'s ``on_event``), before the verification ran: the rollout screen's worker failed and
+  no verdict came. The diff's place says the databases could not be compared.
 """
 from __future__ import annotations
 
@@ -125,3 +128,29 @@ def test_a_lone_surrogate_in_a_data_files_sql_does_not_crash_awm_db_build(tmp_pa
     assert reports["honest"]["built"] and sum(reports["honest"]["row_counts"].values()) == 2
     assert "surro" in reports  # built, its failed statement reported
     assert json.loads((tmp_path / "built" / "build_report.json").read_text())
+
+
+async def test_a_final_db_of_garbage_does_not_break_the_tuis_end_of_rollout(tmp_path):
+    import sqlite3
+
+    from textual.app import App
+
+    from awm_tui.widgets.diff_view import DiffView
+    from awm_tui.widgets.verdict import SideBySide
+
+    run = tmp_path / "run"
+    run.mkdir()
+    sqlite3.connect(run / "initial.db").close()
+    (run / "final.db").write_bytes(b"not a database at all " * 100)
+
+    class Host(App):
+        def compose(self):
+            yield SideBySide()
+
+    app = Host()
+    async with app.run_test() as pilot:
+        side = app.query_one(SideBySide)
+        side.show_finished(run, 0, "done")  # raised sqlite3.DatabaseError
+        await pilot.pause()
+        view = side.query_one(DiffView)
+        assert view.diff is None and "could not be compared" in (view.error or "")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -146,9 +147,16 @@ class SideBySide(Horizontal):
                                                                  getattr(self, "traced", None)))
 
     def show_finished(self, run_dir: Path, env_errors: int, stop_reason: str | None) -> None:
-        """A rollout just ended: its database diff at once, the verdict once verification is done."""
-        self.show(diff_databases(run_dir / "initial.db", run_dir / "final.db"), None, env_errors, stop_reason,
-                  traced=traced_steps(run_dir))
+        """A rollout just ended: its database diff at once, the verdict once verification is done. The databases are
+        the environment's to write: one that cannot be read (a final.db of garbage) is said so in the diff's place —
+        raising here (in the rollout's last event) ended the rollout's worker before its verification ran."""
+        try:
+            diff, error = diff_databases(run_dir / "initial.db", run_dir / "final.db"), None
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            diff, error = None, visible(f"the episode's databases could not be compared: {exc}")
+        self.show(diff, None, env_errors, stop_reason, traced=traced_steps(run_dir))
+        if error is not None:
+            self.query_one(DiffView).show(None, error=error)
         self.query_one("#verdict", Static).update(Group(Text("Verdict", style="bold"), Text("verifying…",
                                                                                            style="dim")))
 
