@@ -48,3 +48,30 @@ async def test_money_typed_into_a_number_field_is_refused_not_stripped(awm_real,
         burst(app, ["ctrl+j"])
         await wait_until(pilot, lambda: _notified(app, "'nan' is not a finite number"))
         assert not events_of(screen, "ToolCall")
+
+
+async def test_live_rollout_n_after_a_run_to_the_end_starts_paused(tmp_path, monkeypatch):
+    """r ran a rollout to the end (or x stopped it); the next n started a new run that also ran to the end, instead
+    of pausing before its first step as n does ("n (start, then one step at a time)")."""
+    from test_tui_friction import _call, _rollout_config, _state, open_rollout
+
+    from awm_engine.agent.scripted_llm import FakeLLMServer
+
+    script = {"responses": [{"content": _call("list_tools", {})}, {"content": "Nothing to renew."}]}
+    with FakeLLMServer(script) as llm:
+        _rollout_config(tmp_path, monkeypatch, llm.url)
+        app = AwmApp(None, cursor_blink=False, runs_root=tmp_path / "runs")
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_rollout(pilot)
+            await pilot.press("r")
+            await wait_until(pilot, lambda: screen.reports is not None and not screen.running)
+            await pilot.press("n")  # a new run: paused before its first step
+            await wait_until(pilot, lambda: screen.generation == 2 and (
+                "paused before the first step" in _state(screen) or screen.reports is not None))
+            assert "paused before the first step" in _state(screen), _state(screen)
+            assert len(llm.requests) == 2  # the first run's two turns; the new one has asked nothing yet
+            await pilot.press("x")
+            await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
+            await pilot.press("space")  # pause when nothing runs: the state still says it is stopped
+            await pilot.pause()
+            assert "stopped before the first step" in _state(screen), _state(screen)
