@@ -2,6 +2,8 @@
 on conditions, never on fixed pauses."""
 from __future__ import annotations
 
+import json
+
 from test_tui_play_typing import burst, events_of, open_play, typed_keys, wait_until
 from textual.widgets import Input
 
@@ -75,3 +77,43 @@ async def test_live_rollout_n_after_a_run_to_the_end_starts_paused(tmp_path, mon
             await pilot.press("space")  # pause when nothing runs: the state still says it is stopped
             await pilot.pause()
             assert "stopped before the first step" in _state(screen), _state(screen)
+
+
+async def test_a_rollout_stopped_from_outside_is_recorded_as_abandoned_not_max_turns(tmp_path):
+    """x in a live rollout, quitting the TUI mid-play, Ctrl-C: the run was recorded with stop reason max_turns after
+    one turn (of 200), so training exports and reports counted it as out of turns. Stopped both ways: while the
+    policy is asked for a turn, and while the caller is handling an event (the TUI's step mode)."""
+    import asyncio
+
+    from awm_engine.agent.policies import AssistantTurn, HumanPolicy, NativeCall
+    from awm_engine.agent.rollout import AgentConfig
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.eval.episode import run_episode
+
+    catalog = Catalog.load()
+    scenario = catalog.get("maple_library_lending")
+    config = AgentConfig(mode="native", max_turns=200, episode_timeout=None)
+    for where in ("asking the policy", "handling an event"):
+        policy, opened, stepped = HumanPolicy(), asyncio.Event(), asyncio.Event()
+        policy.queue.put_nowait(AssistantTurn("", [NativeCall("c1", "list_my_loans", "{}")]))
+
+        async def on_event(event, where=where):
+            if type(event).__name__ == "Observation":
+                stepped.set()
+                if where == "handling an event":
+                    await asyncio.Event().wait()  # the TUI's gate: paused until the next key
+
+        run_dir = tmp_path / where.replace(" ", "_")
+        task = asyncio.create_task(run_episode(catalog, scenario, 3, policy, config, run_dir, verify_mode=None,
+                                               on_open=lambda episode: opened.set(), on_event=on_event))
+        await asyncio.wait_for(stepped.wait(), 120)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        trajectory = json.loads((run_dir / "trajectory.json").read_text())
+        assert trajectory["awm"]["stop_reason"] == "abandoned", (where, trajectory["awm"]["stop_reason"])
+        finished = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()
+                    if '"rollout_finished"' in line]
+        assert [f["stop_reason"] for f in finished] == ["abandoned"], where
