@@ -117,3 +117,29 @@ async def test_a_rollout_stopped_from_outside_is_recorded_as_abandoned_not_max_t
         finished = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()
                     if '"rollout_finished"' in line]
         assert [f["stop_reason"] for f in finished] == ["abandoned"], where
+
+
+async def test_replay_of_a_run_with_no_step_says_so_instead_of_computing_forever(tmp_path):
+    """A play left before any call (saved as abandoned) replayed as an empty step list, an empty pane and a diff pane
+    saying "computing…" for ever; awm replay says "0 steps: … recorded no turn"."""
+    from awm_engine.agent.policies import HumanPolicy
+    from awm_engine.agent.rollout import AgentConfig
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.eval.episode import run_episode
+    from awm_tui.screens.replay import ReplayScreen
+    from awm_tui.widgets.diff_view import DiffView
+
+    catalog = Catalog.load()
+    policy = HumanPolicy()
+    policy.abandon()  # left before the first call
+    outcome = await run_episode(catalog, catalog.get("maple_library_lending"), 3, policy,
+                                AgentConfig(mode="native", episode_timeout=None), tmp_path / "run", verify_mode=None)
+    assert outcome.finished.stop_reason == "abandoned"
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, replay=tmp_path / "run")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and "re-execution" in str(
+            app.screen.query_one("#replay-state").render()))
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.query_one("#step-diff", DiffView).diff is not None)
+        assert "recorded no turn (stop reason: abandoned)" in str(screen.query_one("#step-text").render())
+        assert screen.query_one("#step-diff", DiffView).diff.is_empty

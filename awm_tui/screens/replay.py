@@ -102,7 +102,11 @@ class ReplayScreen(Screen):
         return self.app.catalog if self.app.data_dirs else None
 
     def show_step(self, index: int) -> None:
-        if not self.run.steps:
+        if not self.run.steps:  # said as awm replay says it; the database as the run left it (no step to rebuild)
+            self.query_one("#step-text", Static).update(Text(visible(
+                f"0 steps: this run recorded no turn (stop reason: {self.run.stop_reason or 'none: not finished'})"),
+                style="bold"))
+            self.query_one("#step-diff", DiffView).show(self.run.final_diff(), "Database changes (the run's final.db)")
             return
         self.current = max(0, min(index, len(self.run.steps) - 1))
         s = self.run.steps[self.current]
