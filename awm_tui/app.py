@@ -114,6 +114,7 @@ class AwmApp(App):
         if self.keymap:
             self.set_keymap(self.keymap)
         self.run_worker(self._measure_sandbox, thread=True, group="sandbox-probe")
+        self.run_worker(self._import_ahead, thread=True, group="import-ahead")
         self.push_screen(CatalogScreen(self.data_dirs))
         if self.replay_dir:
             self.call_later(self.open_replay, self.replay_dir)
@@ -123,6 +124,12 @@ class AwmApp(App):
             self.call_later(self.open_report, self.report_runs)
         elif self.gen_dir:
             self.call_later(self.open_gen, self.gen_dir)
+
+    def _import_ahead(self) -> None:
+        """What the first environment, replay or verdict opened needs and takes long to import (sqlite_utils
+        imports pandas when installed: about a second on a busy machine), imported off the UI thread while the
+        catalog is read, so that opening it does not freeze the keys."""
+        import sqlite_utils  # noqa: F401
 
     def _measure_sandbox(self) -> None:
         """The sandbox's protections, measured off the UI thread; any that is off is named in the header and a

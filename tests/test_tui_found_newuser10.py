@@ -143,3 +143,43 @@ async def test_replay_of_a_run_with_no_step_says_so_instead_of_computing_forever
         await wait_until(pilot, lambda: screen.query_one("#step-diff", DiffView).diff is not None)
         assert "recorded no turn (stop reason: abandoned)" in str(screen.query_one("#step-text").render())
         assert screen.query_one("#step-diff", DiffView).diff.is_empty
+
+
+def test_the_first_environment_opened_does_not_import_sqlite_utils_on_the_ui_thread(tmp_path):
+    """Opening the first environment froze the UI for about a second (1.05 s on the real data, busy machine): its
+    tables are introspected with sqlite_utils, which imports pandas, on the UI thread. The app imports it ahead in a
+    worker thread. A fresh interpreter records on which thread the import happens."""
+    import subprocess
+    import sys
+
+    code = """
+import asyncio, sys, threading
+seen = []
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sqlite_utils":
+            seen.append("ui thread" if threading.current_thread() is threading.main_thread() else "worker")
+        return None
+sys.meta_path.insert(0, Hook())
+from awm_tui.app import AwmApp
+from awm_tui.screens.environment import EnvironmentScreen
+async def main():
+    app = AwmApp(None, cursor_blink=False, runs_root=sys.argv[1])
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(1200):  # the catalog read and every start-up worker done (a condition, not a pause)
+            if app.catalog is not None and all(w.is_finished for w in app.workers):
+                break
+            await pilot.pause(0.05)
+        app.open_environment("maple_library_lending")
+        for _ in range(1200):  # shown, its own workers done
+            if isinstance(app.screen, EnvironmentScreen) and app.screen.is_mounted and all(
+                    w.is_finished for w in app.workers):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+asyncio.run(main())
+print(seen)
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['worker']"
