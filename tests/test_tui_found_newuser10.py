@@ -183,3 +183,88 @@ print(seen)
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['worker']"
+
+
+async def test_catalog_search_typed_at_full_speed_lands_in_the_search_box(awm_real, tmp_path):
+    """"/gofund" then enter, typed fast, opened nothing: / moved the focus only after the letters had gone to the
+    list (where s sorts and r reverses), so the search stayed empty. The letters are the search's, enter opens the
+    one match; enter with several matches, then keys for the list (s r ↓ enter), act on the list."""
+    from awm_tui.screens.catalog import CatalogScreen
+    from awm_tui.screens.environment import EnvironmentScreen
+    from awm_tui.widgets.virtual_table import VirtualTable
+
+    app = AwmApp([str(awm_real), "sample_envs"], cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CatalogScreen) and app.screen.rows)
+        catalog = app.screen
+        burst(app, ["slash", *"gofund", "enter"])
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        assert app.screen.scenario.key == "gofundme"
+        burst(app, ["escape"])
+        await wait_until(pilot, lambda: app.screen is catalog)
+        # several match: enter goes to the list, and the keys after it are the list's, not more search text
+        burst(app, ["escape", "slash", *"in", "enter", "r", "down", "enter"])
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        matches = sorted(r.key for r in catalog.rows if "in" in r.key or "in" in r.name.lower())
+        assert len(matches) > 2 and catalog.query_one("#search").value == "in"
+        assert catalog.sort_reverse and app.screen.scenario.key == sorted(matches, reverse=True)[1]
+        burst(app, ["escape"])
+        await wait_until(pilot, lambda: app.screen is catalog)
+        # esc in the search box clears it and the keys after it are the list's (r reverses again)
+        burst(app, ["slash", *"rov", "escape", "r"])
+        await wait_until(pilot, lambda: not catalog.sort_reverse)
+        assert catalog.query_one("#search").value == "" and catalog.query_one(VirtualTable).has_focus
+        assert catalog.query_one(VirtualTable).row_count == len(catalog.rows)
+
+
+async def test_in_and_out_of_environments_at_full_speed(tmp_path):
+    """esc enter esc typed fast stopped the app ("No Tab with id '--content-tab-overview'": a screen popped while its
+    widgets were still mounting); keys typed right after enter (a tab number, ctrl+g) acted on the catalog or were
+    lost, and those after esc on the screen being left. Each lands on the screen the key before it opened."""
+    from textual.widgets import TabbedContent
+
+    from awm_tui.screens.catalog import CatalogScreen
+    from awm_tui.screens.environment import EnvironmentScreen
+    from awm_tui.screens.play import PlayScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CatalogScreen) and app.screen.rows)
+        catalog = app.screen
+        first, second = [r.key for r in catalog.visible_rows()][:2]
+        burst(app, ["enter", "escape", "enter", "escape", "enter", "escape", "down", "enter", "4"])
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen) and app.screen.query_one(
+            TabbedContent).active == "tools")
+        assert [type(s).__name__ for s in app.screen_stack][1:] == ["CatalogScreen", "EnvironmentScreen"]
+        assert app.screen.scenario.key == second
+        burst(app, ["escape", "up", "enter", "5", "ctrl+g"])
+        await wait_until(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen.tools)
+        assert app.screen.scenario.key == first
+        assert [type(s).__name__ for s in app.screen_stack][1:] == ["CatalogScreen", "EnvironmentScreen", "PlayScreen"]
+
+
+async def test_an_environment_left_while_its_database_was_built_is_not_filled_in_after(tmp_path):
+    """esc right after opening an environment, its initial database still being built: a build that finished as the
+    screen went filled in the screen no longer shown and started reading its first page there (NoMatches '#data-grid',
+    "Worker raised exception": the app stopped; seen typing in and out of environments at full speed under load).
+    The build's result, arriving after the screen was left, changes nothing and reads nothing."""
+    from awm_engine.db.templates import TemplateCache
+    from awm_tui.screens.catalog import CatalogScreen
+    from awm_tui.screens.environment import EnvironmentScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CatalogScreen) and app.screen.rows)
+        catalog = app.screen
+        app.open_environment("maple_library_lending")
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        screen = app.screen
+        await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
+        path, report = TemplateCache().get(screen.scenario)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is catalog and not screen.is_attached)
+        screen._database_ready(path, report)  # the build's thread calling back late
+        screen.load_page()  # a read started as the screen went
+        await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
+        await pilot.pause()
+        assert app.is_running and app.screen is catalog
