@@ -127,6 +127,8 @@ async def test_replay_of_a_run_with_no_step_says_so_instead_of_computing_forever
     from awm_engine.data.catalog import Catalog
     from awm_engine.eval.episode import run_episode
     from awm_tui.screens.replay import ReplayScreen
+    from rich.console import Console
+
     from awm_tui.widgets.diff_view import DiffView
 
     catalog = Catalog.load()
@@ -143,6 +145,30 @@ async def test_replay_of_a_run_with_no_step_says_so_instead_of_computing_forever
         await wait_until(pilot, lambda: screen.query_one("#step-diff", DiffView).diff is not None)
         assert "recorded no turn (stop reason: abandoned)" in str(screen.query_one("#step-text").render())
         assert screen.query_one("#step-diff", DiffView).diff.is_empty
+        # an abandoned run is never verified: not "not verified yet", as if a verdict were coming
+        console = Console(width=200)
+        with console.capture() as captured:
+            console.print(screen.query_one("#verdict").content)
+        verdict = captured.get()
+        assert "never verified: the episode was abandoned" in verdict and "yet" not in verdict
+
+
+async def test_replay_counts_one_step_as_one_step(tmp_path):
+    """The replay's status line said "1 steps"."""
+    from awm_engine.data.catalog import Catalog
+    from awm_engine.eval.episode import make_policy, run_episode
+    from awm_tui.screens.replay import ReplayScreen
+
+    catalog = Catalog.load()
+    scenario = catalog.get("maple_library_lending")
+    outcome = await run_episode(catalog, scenario, 3, make_policy("immediate", scenario, 3), run_dir=tmp_path / "run",
+                                verify_mode=None)
+    assert outcome.finished.iterations == 1
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, replay=tmp_path / "run")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and "re-execution" in str(
+            app.screen.query_one("#replay-state").render()))
+        assert str(app.screen.query_one("#replay-state").render()).startswith("1 step · stop: final_answer")
 
 
 def test_the_first_environment_opened_does_not_import_sqlite_utils_on_the_ui_thread(tmp_path):
