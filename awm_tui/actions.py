@@ -34,14 +34,27 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.quit", "quit", "ctrl+q", "Quit", "app", priority=True),
     ActionSpec("app.help", "help", "f1,question_mark", "Keys", "app", key_display="?"),
     ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False),
-    ActionSpec("catalog.search", "focus_search", "slash", "Search", "catalog", key_display="/"),
-    ActionSpec("catalog.open", "open_selected", "enter", "Open", "catalog"),
-    ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog"),
-    ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog"),
-    ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False),
+    # the catalog's keys are read as the app reads them (priority), so none overtakes another typed before it: the
+    # letters typed right after / land in the search box, the keys typed right after enter or esc in it land in
+    # the list (screens/catalog.py moves the focus at once); in the search box s, r and the arrows are typed
+    ActionSpec("catalog.search", "focus_search", "slash", "Search", "catalog", key_display="/", priority=True),
+    ActionSpec("catalog.open", "open_selected", "enter", "Open", "catalog", priority=True, show=False),  # as before
+    ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog", priority=True),
+    ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog", priority=True),
+    ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False, priority=True),
+    ActionSpec("catalog.down", "move_row('down')", "down", "Next environment", "catalog", show=False, priority=True),
+    ActionSpec("catalog.up", "move_row('up')", "up", "Previous environment", "catalog", show=False, priority=True),
+    ActionSpec("catalog.page_down", "move_row('pagedown')", "pagedown", "Environments page down", "catalog",
+               show=False, priority=True),
+    ActionSpec("catalog.page_up", "move_row('pageup')", "pageup", "Environments page up", "catalog", show=False,
+               priority=True),
+    ActionSpec("catalog.first", "move_row('home')", "home", "First environment", "catalog", show=False,
+               priority=True),
+    ActionSpec("catalog.last", "move_row('end')", "end", "Last environment", "catalog", show=False, priority=True),
     # priority: ctrl+e opens the dashboard from the search box too (the field's own ctrl+e is its End key)
     ActionSpec("app.evals", "evaluations", "ctrl+e", "Evaluations", "catalog", priority=True),
-    ActionSpec("env.back", "back", "escape", "Back", "environment"),
+    # priority: read at once, so the keys typed after it are the catalog's (not lost on the screen being left)
+    ActionSpec("env.back", "back", "escape", "Back", "environment", priority=True),
     # the tab keys are not in the footer: the tab bar shows them ("1 Overview  2 Schema …")
     ActionSpec("env.overview", "show_tab('overview')", "1", "Overview", "environment", show=False),
     ActionSpec("env.schema", "show_tab('schema')", "2", "Schema", "environment", show=False),

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import weakref
 from functools import partial
 from pathlib import Path
 
@@ -88,15 +89,63 @@ class AwmApp(App):
         self.catalog: Catalog | None = None
         self.keymap = user_keymap()
         self.sandbox_summary = ""
+        self._mounted_screens: weakref.WeakSet = weakref.WeakSet()
+        self._held_keys: list[events.Key] = []  # read while the screen on top was being mounted (in order)
+        self._release_pending = False
+        self._replaying_held = False
 
     async def on_event(self, event: events.Event) -> None:
         """A screen that is rebuilding what keys go to (the play form) holds them before any binding or widget
         sees them, and replays them in order when it is ready (``hold_key``)."""
         if isinstance(event, events.Key) and self._screen_stack:
+            if self._hold_until_mounted(event):
+                return
             hold = getattr(self.screen, "hold_key", None)
             if hold is not None and hold(event):
                 return
         await super().on_event(event)
+
+    # -- keys typed while a screen is still being mounted ------------------------------------------
+    def _mounted(self, screen) -> bool:
+        """Whether the screen and every widget it composed are mounted (remembered: widgets it mounts later, such
+        as a play form, do not count)."""
+        if screen in self._mounted_screens:
+            return True
+        if screen.is_mounted and all(w.is_mounted for w in screen.walk_children()):
+            self._mounted_screens.add(screen)
+            return True
+        return False
+
+    def _hold_until_mounted(self, event: events.Key) -> bool:
+        """Keys read while the screen on top is still being mounted (one the key before opened: enter, ctrl+g …)
+        wait, and are replayed in order once it is, so they land in it: esc typed right after enter popped a screen
+        whose widgets were still mounting (Textual then stopped the app: "No Tab with id …"), and other keys acted on
+        the screen below or were lost. True when the key is held."""
+        if event.is_forwarded or self._replaying_held or event.key in ("ctrl+q", "ctrl+c"):
+            return False  # a key back from the widgets (bubbling to the app's bindings) was read already
+        if not self._held_keys and self._mounted(self.screen):
+            return False
+        self._held_keys.append(events.Key(event.key, event.character))
+        self._release_soon()
+        return True
+
+    def _release_soon(self) -> None:
+        if not self._release_pending:
+            self._release_pending = True
+            self.set_timer(0.01, self._release_held)
+
+    async def _release_held(self) -> None:
+        self._release_pending = False
+        while self._held_keys:
+            if not self._mounted(self.screen):  # a held key opened another screen: the rest wait for it
+                self._release_soon()
+                return
+            key = self._held_keys.pop(0)
+            self._replaying_held = True
+            try:
+                await self.on_event(key)
+            finally:
+                self._replaying_held = False
 
     def get_line_filters(self):
         """Textual's filters, then the net that makes any control character still in a rendered line visible
@@ -114,6 +163,7 @@ class AwmApp(App):
         if self.keymap:
             self.set_keymap(self.keymap)
         self.run_worker(self._measure_sandbox, thread=True, group="sandbox-probe")
+        self.run_worker(self._import_ahead, thread=True, group="import-ahead")
         self.push_screen(CatalogScreen(self.data_dirs))
         if self.replay_dir:
             self.call_later(self.open_replay, self.replay_dir)
@@ -123,6 +173,12 @@ class AwmApp(App):
             self.call_later(self.open_report, self.report_runs)
         elif self.gen_dir:
             self.call_later(self.open_gen, self.gen_dir)
+
+    def _import_ahead(self) -> None:
+        """What the first environment, replay or verdict opened needs and takes long to import (sqlite_utils
+        imports pandas when installed: about a second on a busy machine), imported off the UI thread while the
+        catalog is read, so that opening it does not freeze the keys."""
+        import sqlite_utils  # noqa: F401
 
     def _measure_sandbox(self) -> None:
         """The sandbox's protections, measured off the UI thread; any that is off is named in the header and a

@@ -60,7 +60,7 @@ from awm_engine.runtime.episode import (
 )
 
 STOP_REASONS = ("final_answer", "max_turns", "format_error", "timeout", "environment_error", "llm_error",
-                "abandoned")  # abandoned: the person playing left the episode (never verified)
+                "abandoned")  # abandoned: the person playing left, or the episode was stopped (never verified)
 
 
 PROTOCOLS = ("reference", "robust")
@@ -255,6 +255,11 @@ class Rollout:
                 if outcome is not None:
                     stop_reason, final_answer, error = outcome
                     break
+        except (asyncio.CancelledError, GeneratorExit):
+            # stopped from outside before it ended (x in a live rollout, the TUI quit mid-episode, Ctrl-C): recorded
+            # as such, never as max_turns (a training export or a report would count it as out of turns)
+            stop_reason, final_answer, error = "abandoned", "", "stopped before the episode ended"
+            raise
         finally:
             if self.finished is None:
                 self.finished = RolloutFinished(stop_reason, final_answer, self.iteration,

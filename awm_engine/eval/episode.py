@@ -1,6 +1,7 @@
 """Task → rollout → verification → reward, in one call: what ``awm agent run`` and evaluations use."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import secrets
@@ -275,11 +276,14 @@ async def run_episode(catalog: Catalog, scenario: Scenario, task_idx: int, polic
                     "sandbox": protections().to_dict(),
                     **(meta or {})}
             rollout = Rollout(episode, scenario.key, task_idx, task, policy, config, info)
-            async for event in rollout.events():
-                if isinstance(event, RolloutFinished):
-                    finished_event = event  # handed on once the databases are in run_dir (after close)
-                elif on_event is not None:
-                    await _maybe_await(on_event(event))
+            # closed here even when this is cancelled while on_event waits (the TUI's step mode): the rollout
+            # records how it ended before the episode closes, not whenever the generator is collected
+            async with contextlib.aclosing(rollout.events()) as events:
+                async for event in events:
+                    if isinstance(event, RolloutFinished):
+                        finished_event = event  # handed on once the databases are in run_dir (after close)
+                    elif on_event is not None:
+                        await _maybe_await(on_event(event))
         finally:
             await episode.close()
     finally:

@@ -1,6 +1,9 @@
 """The catalog: every loaded environment, filtered as you type, sortable, with counts, health and problems."""
 from __future__ import annotations
 
+import asyncio
+from functools import partial
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -155,16 +158,34 @@ class CatalogScreen(Screen):
         self.needle = event.value
         self.refill()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        """Enter in the search box: open the environment when only one matches, else go to the list."""
-        table = self.query_one(VirtualTable)
-        if table.row_count == 1:
-            self.action_open_selected()
-        else:
-            table.focus()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("focus_search", "cycle_sort", "reverse_sort", "move_row") and \
+                self.focused is self.query_one("#search", Input):
+            return False  # in the search box the key is typed (a letter, "/", the arrows and home/end of the box)
+        return True
 
-    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
-        self.action_open_selected()
+    def action_move_row(self, key: str) -> None:
+        """↑ ↓ PgUp PgDn Home End in the list, handled as the key is read (an enter typed after them opens the row
+        they moved to)."""
+        table = self.query_one(VirtualTable)
+        {"down": partial(table.action_cursor, 1), "up": partial(table.action_cursor, -1),
+         "pagedown": partial(table.action_page, 1), "pageup": partial(table.action_page, -1),
+         "home": partial(table.action_jump, 0), "end": partial(table.action_jump, -1)}[key]()
+
+    async def _searched(self) -> Input:
+        """The search box once it has handled every key typed into it (enter is read before them), the list
+        filtered by all of it."""
+        search = self.query_one("#search", Input)
+        done = asyncio.Event()
+        search.call_later(done.set)
+        await done.wait()
+        if self.needle != search.value:
+            self.needle = search.value
+            self.refill()
+        return search
+
+    async def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        await self.action_open_selected()
 
     def on_virtual_table_header_selected(self, event: VirtualTable.HeaderSelected) -> None:
         index = event.column_index
@@ -173,12 +194,14 @@ class CatalogScreen(Screen):
         self.refill()
 
     def action_focus_search(self) -> None:
-        self.query_one("#search", Input).focus()
+        self.set_focus(self.query_one("#search", Input))  # now: the keys after / are the search's
 
-    def action_clear_search(self) -> None:
-        search = self.query_one("#search", Input)
+    async def action_clear_search(self) -> None:
+        search = await self._searched()
         search.value = ""
-        self.query_one(VirtualTable).focus()
+        self.needle = ""
+        self.refill()
+        self.set_focus(self.query_one(VirtualTable))
 
     def action_cycle_sort(self) -> None:
         self.sort_column = (self.sort_column + 1) % len(COLUMNS)
@@ -191,7 +214,15 @@ class CatalogScreen(Screen):
     def action_evaluations(self) -> None:
         self.app.open_evaluations()
 
-    def action_open_selected(self) -> None:
+    async def action_open_selected(self) -> None:
+        """Enter: open the highlighted environment; in the search box, open it when only one matches, else go to
+        the list (at once: the keys typed after enter are the list's)."""
+        if self.focused is self.query_one("#search", Input):
+            await self._searched()
+            table = self.query_one(VirtualTable)
+            if table.row_count != 1:
+                self.set_focus(table)
+                return
         key = self.selected_key()
         if key and self.catalog is not None:
             self.app.open_environment(key)

@@ -189,7 +189,8 @@ class EnvironmentScreen(Screen):
             self.notify(escape(visible(f"{type(exc).__name__}: {exc}")), title="awm env doctor", severity="error")
         finally:
             self.diagnosing = False
-            self.query_one("#overview-body", Static).update(self.overview())
+            if self.is_attached:
+                self.query_one("#overview-body", Static).update(self.overview())
 
     # -- schema -------------------------------------------------------------------------------
     def fill_schema(self) -> None:
@@ -291,9 +292,12 @@ class EnvironmentScreen(Screen):
         self.app.call_from_thread(self._database_ready, path, report)
 
     def _data_status(self, text: str | Text) -> None:
-        self.query_one("#data-status", Static).update(text)
+        if self.is_attached:
+            self.query_one("#data-status", Static).update(text)
 
     def _database_ready(self, path, report) -> None:
+        if not self.is_attached:  # the build finished after the screen was left: nothing to fill, nothing to read
+            return
         self.db_path = path
         options = self.query_one("#data-tables", OptionList)
         options.clear_options()
@@ -325,6 +329,8 @@ class EnvironmentScreen(Screen):
         deadline = Deadline(seconds)
         total = await self._in_thread(deadline, sql_box.count_rows, self.db_path, table, seconds=seconds)
         result = await self._in_thread(deadline, sql_box.table_page, self.db_path, table, page, PAGE, seconds=seconds)
+        if not self.is_attached:  # left meanwhile (a worker started as the screen went is not cancelled with it)
+            return
         if result.error is not None:
             self._data_status(Text(f"{visible(table)}: {result.error}", style="red"))
             return
@@ -353,6 +359,8 @@ class EnvironmentScreen(Screen):
         self._data_status(f"running… (a new query cancels this one; stopped after {seconds:g}s)")
         # read-only, the deadline over preparing, executing and fetching, every value and the result size capped
         result = await self._in_thread(deadline, sql_box.run_query, self.db_path, sql, seconds=seconds)
+        if not self.is_attached:
+            return
         if result.error is None and deadline.expired():  # the rendering is inside the deadline too
             result.error = f"stopped after {seconds:g}s (the SQL box's deadline)"
         if result.error is not None:

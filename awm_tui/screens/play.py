@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import uuid
+from functools import partial
 from typing import Any
 
 from rich.text import Text
@@ -11,6 +13,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.validation import Function
 from textual.widgets import Button, Footer, Header, Input, Label, OptionList, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
@@ -49,9 +52,18 @@ def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
 
 def convert(value: str, kind: str) -> Any:
     if kind == "integer":
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an integer") from None
     if kind == "number":
-        return float(value)
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+        if not math.isfinite(number):  # "nan", "inf": no JSON number
+            raise ValueError(f"{value!r} is not a finite number")
+        return number
     if kind == "boolean":
         if value.lower() in ("true", "1", "yes", "y"):
             return True
@@ -59,6 +71,15 @@ def convert(value: str, kind: str) -> Any:
             return False
         raise ValueError(f"{value!r} is not true/false")
     return value
+
+
+def converts(value: str, kind: str) -> bool:
+    """Whether a field's text is a value of its kind as the call reads it (empty: the argument is left out)."""
+    try:
+        value.strip() and convert(value.strip(), kind)
+    except ValueError:
+        return False
+    return True
 
 
 class PlayScreen(Screen):
@@ -321,8 +342,11 @@ class PlayScreen(Screen):
                     prop.get("examples") or "example" in prop) else None
                 widgets.append(Label(Text.assemble((visible(pname), "bold"), visible(f": {kind}"), (mark, "bold red"),
                                                    visible(f"  {hint}") if hint else "")))
+                # a text field that keeps every key typed (an integer or number Input would silently drop a "." or
+                # a "$": "2.5" sent as 25); the validator marks a value that is not one, the call refuses it
                 field = Input(placeholder=visible(f"e.g. {example}" if example is not None else kind), name=pname,
-                              classes="arg", type={"integer": "integer", "number": "number"}.get(kind, "text"))
+                              classes="arg", validators=[Function(partial(converts, kind=kind), f"not {kind!r}")]
+                              if kind in ("integer", "number", "boolean") else None)
                 if not getattr(self.app, "cursor_blink", True):
                     field.cursor_blink = False
                 fields[pname] = field
@@ -358,7 +382,10 @@ class PlayScreen(Screen):
         for pname, prop in (schema.get("properties") or {}).items():
             raw = self.fields[pname].value.strip()
             if raw:
-                args[pname] = convert(raw, prop_type(prop))
+                try:
+                    args[pname] = convert(raw, prop_type(prop))
+                except ValueError as exc:
+                    raise ValueError(f"{pname}: {exc}") from None
         return args
 
     # -- actions -------------------------------------------------------------------------------

@@ -24,6 +24,10 @@ from ..widgets.diff_view import DiffTable, DiffView
 from ..widgets.verdict import SideBySide
 
 
+def steps_text(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
 class ReplayScreen(Screen):
     SCOPE = "replay"
     BINDINGS = bindings("replay")
@@ -64,7 +68,8 @@ class ReplayScreen(Screen):
             mark = " ✗" if s.is_error else ""
             options.append(Option(Text(visible(f"{s.index:>2}. {what}{mark}")), id=str(s.index)))
         self.query_one("#steps", OptionList).add_options(options)
-        self.state(f"{len(run.steps)} steps · stop: {run.stop_reason} · rebuilding the database after each step…")
+        self.state(f"{steps_text(len(run.steps))} · stop: {run.stop_reason} · rebuilding the database after each "
+                   "step…")
         self.show_step(0)
         verdict = run.verification()
         env_errors = sum(1 for s in run.steps if is_environment_error(s.error_kind))
@@ -92,7 +97,7 @@ class ReplayScreen(Screen):
             return
         same = "reproduces the run's final.db" if self.run.final_matches() else \
             "differs from the run's final.db (time-dependent values)"
-        self.state(f"{len(self.run.steps)} steps · stop: {self.run.stop_reason} · re-execution {same} · "
+        self.state(f"{steps_text(len(self.run.steps))} · stop: {self.run.stop_reason} · re-execution {same} · "
                    "←/→ or j/k step")
         if self.is_attached:
             self.show_step(self.current)
@@ -103,7 +108,11 @@ class ReplayScreen(Screen):
         return self.app.catalog if self.app.data_dirs else None
 
     def show_step(self, index: int) -> None:
-        if not self.run.steps:
+        if not self.run.steps:  # said as awm replay says it; the database as the run left it (no step to rebuild)
+            self.query_one("#step-text", Static).update(Text(visible(
+                f"0 steps: this run recorded no turn (stop reason: {self.run.stop_reason or 'none: not finished'})"),
+                style="bold"))
+            self.query_one("#step-diff", DiffView).show(self.run.final_diff(), "Database changes (the run's final.db)")
             return
         self.current = max(0, min(index, len(self.run.steps) - 1))
         s = self.run.steps[self.current]

@@ -110,6 +110,7 @@ class RolloutScreen(Screen):
             self.notify(visible(exc), title="endpoint", severity="error", markup=False)
             return
         self.running, self.stopped, self.turn = True, False, 0
+        self.run_to_end = False  # a new run starts paused before its first step (r after this runs it to the end)
         self.generation += 1
         self.finished, self.reports, self.episode = None, None, None
         self.query_one("#start", Button).disabled = True
@@ -136,12 +137,15 @@ class RolloutScreen(Screen):
     def action_run_to_end(self) -> None:
         if not self.running:
             self.action_start()
+            if not self.running:  # it could not start (the endpoint is said)
+                return
         self.run_to_end = True
         self.gate.set()
 
     def action_pause(self) -> None:
         self.run_to_end = False
-        self.state("pausing after this step")
+        if self.running:
+            self.state("pausing after this step")
 
     def action_stop(self) -> None:
         if not self.running:

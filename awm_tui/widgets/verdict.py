@@ -78,6 +78,10 @@ def render_verdict(report: dict[str, Any] | None, env_errors: int = 0, stop_reas
     steps whose environment error came with a traceback (``agent.replay.traced_steps``). Everything in it is
     untrusted (verifier and judge output, a run's record): shown with its control characters visible."""
     if not report:
+        if stop_reason in ("abandoned", "llm_error"):  # never verified: nothing will come (run_episode's rule)
+            why = "the episode was abandoned" if stop_reason == "abandoned" else "the model's endpoint failed"
+            return Group(Text("Verdict", style="bold"), Text(f"never verified: {why} (stop: {stop_reason})",
+                                                             style="dim"))
         return Group(Text("Verdict", style="bold"), Text("not verified yet", style="dim"))
     label = visible(report.get("label", "?"))
     # label and reward first, at any size; then the warnings, each environment error's first line (its
