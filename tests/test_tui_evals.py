@@ -1,4 +1,5 @@
 """The evaluation dashboard follows a running evaluation live and drills down into a rollout's replay."""
+import json
 import os
 import signal
 import subprocess
@@ -80,3 +81,26 @@ def _lines(path) -> int:
         return path.read_bytes().count(b"\n")
     except OSError:
         return 0
+
+
+async def test_the_dashboard_lists_rollouts_by_task_not_as_they_finished(tmp_path):
+    out = tmp_path / "eval" / "run"
+    done = subprocess.run([sys.executable, "-m", "awm_engine.cli", "eval", "run", "--policy", "oracle", "--scenario",
+                           "maple_library_lending", "--task", "0", "--task", "1", "--task", "2", "--out", str(out),
+                           "--quiet"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "AWM_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    lines = (out / "results.jsonl").read_text().splitlines(True)
+    (out / "results.jsonl").write_text("".join(sorted(lines, key=lambda line: -json.loads(line)["task_id"])))
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("ctrl+e")
+        screen = app.screen
+        assert isinstance(screen, EvalScreen)
+        rollouts = screen.query_one("#rollout-table", VirtualTable)
+        for _ in range(3000):  # a condition, not a pause
+            if rollouts.row_count == 3:
+                break
+            await pilot.pause(0.1)
+        assert [str(rollouts.get_row_at(i)[1]) for i in range(3)] == ["0", "1", "2"]

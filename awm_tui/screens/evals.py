@@ -57,6 +57,14 @@ def pass_k_shown(overall: dict, k: int) -> str:
     return str(shown)
 
 
+def _rollout_order(summary: dict) -> tuple:
+    """Where a rollout goes in the dashboard's list: by scenario, then task, then sample (numbers as numbers; a
+    value of another type, from a results file awm did not write, after them)."""
+    def number(value) -> tuple:
+        return (0, value, "") if isinstance(value, int) and not isinstance(value, bool) else (1, 0, str(value))
+    return (str(summary.get("scenario")), number(summary.get("task_id")), number(summary.get("sample")))
+
+
 class EvalScreen(Screen):
     SCOPE = "evals"
     BINDINGS = bindings("evals")
@@ -252,9 +260,10 @@ class EvalScreen(Screen):
         scenarios.set_rows(rows, list(metrics["scenarios"]))
         if new or self.query_one("#rollout-table", VirtualTable).row_count != done:
             table = self.query_one("#rollout-table", VirtualTable)
+            ordered = sorted(summaries, key=_rollout_order)  # by scenario, task and sample, not as they finished
             table.set_rows([(s["scenario"], s["task_id"], s["sample"], s.get("status"), s.get("label") or "-",
                              "-" if s.get("reward") is None else f"{s['reward']:.2f}", s.get("stop_reason") or "-",
-                             failure_summary(s)) for s in summaries], [s["id"] for s in summaries])
+                             failure_summary(s)) for s in ordered], [s["id"] for s in ordered])
 
     def _show_bfcl(self, view: BfclRunView | McpuRunView, shown: dict) -> None:
         if view is not self.view or not self.is_attached:
