@@ -155,3 +155,34 @@ async def test_full_speed_typing_into_a_real_environments_largest_form(awm_real,
         calls = events_of(screen, "ToolCall")
         assert len(calls) == 1 and calls[0].tool == tool["name"]
         assert calls[0].arguments == _converted(schema, values)
+
+
+def test_a_text_fields_value_is_sent_as_typed():
+    """Spaces around a text value are part of it; ``""`` is the empty string; an empty field leaves the argument out;
+    numbers and true/false are read without the spaces around them."""
+    from awm_tui.screens.play import form_arguments
+
+    schema = {"properties": {"note": {"type": "string"}, "label": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                             "city": {"type": "string"}, "n": {"type": "integer"}, "on": {"type": "boolean"}}}
+    assert form_arguments(schema, {"note": "  two words ", "label": '""', "city": "", "n": " 7 ", "on": " yes"}) == \
+        {"note": "  two words ", "label": "", "n": 7, "on": True}
+    assert form_arguments(schema, {"note": " ", "n": "", "on": "  "}) == {"note": " "}
+
+
+SPACED = {**ADDRESS, "label": '""', "street": "  12 Analytical Way ", "is_default": " true"}
+
+
+async def test_spaces_and_an_empty_string_typed_fast_reach_the_server(tmp_path):
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_play(app, pilot, "pinecrest_online_store")
+        burst(app, typed_keys(screen.tools, "create_address", SPACED) + ["ctrl+f"] + list("done") + ["enter"])
+        await wait_until(pilot, lambda: screen.reports is not None)
+        call = events_of(screen, "ToolCall")[0]
+        assert call.arguments == {**ADDRESS, "label": "", "street": "  12 Analytical Way ", "is_default": True}
+        created = events_of(screen, "Observation")[0]
+        assert not created.is_error, created.text
+        final = sqlite3.connect(screen.episode.run_dir / "final.db")
+        row = final.execute("SELECT label, street FROM addresses WHERE id = ?",
+                            (json.loads(created.text)["id"],)).fetchone()
+        assert row == ("", "  12 Analytical Way ")

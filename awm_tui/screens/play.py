@@ -73,6 +73,31 @@ def convert(value: str, kind: str) -> Any:
     return value
 
 
+EMPTY_STRING = '""'  # typed into a text field: the argument is the empty string (an empty field leaves it out)
+
+
+def form_arguments(schema: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+    """The arguments a flat form's fields say: a text field's value exactly as typed (spaces included; ``""``
+    for the empty string), a number or true/false field's read from its text without surrounding spaces; an empty
+    field leaves its argument out."""
+    args: dict[str, Any] = {}
+    for pname, prop in (schema.get("properties") or {}).items():
+        raw = texts.get(pname, "")
+        kind = prop_type(prop)
+        if kind in ("integer", "number", "boolean"):
+            raw = raw.strip()
+        if not raw:
+            continue
+        if raw == EMPTY_STRING and kind not in ("integer", "number", "boolean"):
+            args[pname] = ""
+            continue
+        try:
+            args[pname] = convert(raw, kind)
+        except ValueError as exc:
+            raise ValueError(f"{pname}: {exc}") from None
+    return args
+
+
 def converts(value: str, kind: str) -> bool:
     """Whether a field's text is a value of its kind as the call reads it (empty: the argument is left out)."""
     try:
@@ -378,15 +403,7 @@ class PlayScreen(Screen):
             if not isinstance(value, dict):
                 raise ValueError("the arguments must be a JSON object")
             return value
-        args: dict[str, Any] = {}
-        for pname, prop in (schema.get("properties") or {}).items():
-            raw = self.fields[pname].value.strip()
-            if raw:
-                try:
-                    args[pname] = convert(raw, prop_type(prop))
-                except ValueError as exc:
-                    raise ValueError(f"{pname}: {exc}") from None
-        return args
+        return form_arguments(schema, {pname: field.value for pname, field in self.fields.items()})
 
     # -- actions -------------------------------------------------------------------------------
     async def action_call_tool(self) -> None:
