@@ -99,6 +99,14 @@ async def test_play_as_the_agent_with_a_simulated_user(tmp_path, monkeypatch):
             transcript = screen.query_one("#tau2-transcript")
             await wait_until(pilot, lambda: any("Z7GOZK" in getattr(e, "content", "") for e in transcript.events))
             field = screen.query_one("#tau2-input", Input)
+            before = len(transcript.events)
+            # a message that starts with "/" but names none of the player's tools: said, nothing sent, text kept
+            for typed, said in (("/etc is where the receipt is", "no tool named 'etc'"),
+                                ("/cancel_reservation Z7GOZK", "the arguments of cancel_reservation are not JSON")):
+                field.value = typed
+                await pilot.press("enter")
+                await wait_until(pilot, lambda: any(said in str(n.message) for n in app._notifications))
+                assert field.value == typed and len(transcript.events) == before
             field.value = '/cancel_reservation {"reservation_id": "Z7GOZK"}'
             await pilot.press("enter")
             await wait_until(pilot, lambda: any(type(e).__name__ == "Observation" for e in transcript.events))
@@ -226,7 +234,7 @@ async def test_play_as_the_user_with_a_model_as_the_agent(tmp_path, monkeypatch)
             transcript = screen.query_one("#tau2-transcript")
             field = screen.query_one("#tau2-input", Input)
             await wait_until(pilot, lambda: not field.disabled)
-            field.value = "Please cancel reservation Z7GOZK."
+            field.value = "//reservations/Z7GOZK: please cancel it."  # "//": a message that begins with "/"
             await pilot.press("enter")
             await wait_until(pilot, lambda: any("anything else" in str(getattr(e, "content", ""))
                                                 for e in transcript.events))
@@ -236,5 +244,16 @@ async def test_play_as_the_user_with_a_model_as_the_agent(tmp_path, monkeypatch)
             await wait_until(pilot, lambda: screen.done)
             await pilot.pause()
             assert screen.query_one("#tau2-play-tabs").active == "tau2-verdict-tab"
-        assert any("cancel reservation Z7GOZK" in str(m.get("content")) for r in server.requests
+        assert any(str(m.get("content")) == "/reservations/Z7GOZK: please cancel it." for r in server.requests
                    for m in r.get("messages", []))  # the model, as the agent, saw what the person wrote
+
+
+def test_what_is_wrong_with_a_typed_tool_call():
+    from awm_tui.screens.tau2 import tool_call_problem
+
+    tools = ["cancel_reservation", "get_user_details"]
+    assert tool_call_problem("cancel_reservation", '{"reservation_id": "Z7GOZK"}', tools) is None
+    assert tool_call_problem("get_user_details", "", tools) is None
+    assert "begin it with \"//\"" in tool_call_problem("etc/passwd", "is mine", tools)
+    assert "not JSON" in tool_call_problem("cancel_reservation", "Z7GOZK", tools)
+    assert "must be a JSON object" in tool_call_problem("cancel_reservation", "[1]", tools)

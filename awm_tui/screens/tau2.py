@@ -484,16 +484,16 @@ class Tau2PlayScreen(Screen):
             names = ", ".join(t["name"] for t in self.my_tools) or "none"
             self.notify(visible(names), title="your tools", markup=False)
             return
-        if text.startswith("/"):
+        if text.startswith("//"):  # a message that itself starts with "/"
+            turn = AssistantTurn(text[1:])
+        elif text.startswith("/"):
             name, _, raw = text[1:].partition(" ")
-            try:
-                arguments = json.loads(raw) if raw.strip() else {}
-                if not isinstance(arguments, dict):
-                    raise ValueError("the arguments must be a JSON object")
-            except ValueError as exc:
-                self.notify(visible(exc), title="tool call", severity="error", markup=False)
+            problem = tool_call_problem(name, raw, [t["name"] for t in self.my_tools])
+            if problem is not None:
+                self.notify(visible(problem), title="tool call", severity="error", markup=False)
                 return
-            turn = AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:10]}", name, json.dumps(arguments))])
+            turn = AssistantTurn("", [NativeCall(f"call_{uuid.uuid4().hex[:10]}", name,
+                                                 json.dumps(json.loads(raw) if raw.strip() else {}))])
         else:
             turn = AssistantTurn(text)
         event.input.value = ""
@@ -510,6 +510,21 @@ class Tau2PlayScreen(Screen):
     def action_back(self) -> None:
         self.workers.cancel_group(self, "tau2-play")
         self.app.pop_screen()
+
+
+def tool_call_problem(name: str, raw: str, tools: list[str]) -> str | None:
+    """What is wrong with ``/name {json}`` typed in τ² play (None: nothing): a name that is none of the player's
+    tools, or arguments that are not a JSON object. Says how to send a message that starts with "/" instead."""
+    if name not in tools:
+        return (f"no tool named {name!r}: /tools lists yours; to send a message that starts with \"/\", begin it "
+                "with \"//\"")
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return f"the arguments of {name} are not JSON ({exc}): type /{name} {{\"key\": \"value\", ...}}"
+    if not isinstance(arguments, dict):
+        return f"the arguments of {name} must be a JSON object: type /{name} {{\"key\": \"value\", ...}}"
+    return None
 
 
 # -- replay ---------------------------------------------------------------------------------------------------
