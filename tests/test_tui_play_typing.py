@@ -186,3 +186,26 @@ async def test_spaces_and_an_empty_string_typed_fast_reach_the_server(tmp_path):
         row = final.execute("SELECT label, street FROM addresses WHERE id = ?",
                             (json.loads(created.text)["id"],)).fetchone()
         assert row == ("", "  12 Analytical Way ")
+
+
+async def test_play_in_a_60_by_20_terminal(tmp_path):
+    """Under 80 columns the form and the transcript stack beside the tool list: every control is on the screen,
+    the fields are wide enough to read what is typed, and a call and the answer typed at full speed go through."""
+    size = (60, 20)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_play(app, pilot, "pinecrest_online_store")
+        assert screen.has_class("-tiny")
+        burst(app, typed_keys(screen.tools, "create_address", ADDRESS, noise=False))
+        await wait_until(pilot, lambda: events_of(screen, "Observation"))
+        for selector in ("#play-tools", "#form", "#call", "#transcript", "#answer", "#submit"):
+            r = screen.query_one(selector).region
+            assert r.width > 0 and r.height > 0 and r.right <= size[0] and r.bottom <= size[1] - 1, selector
+        assert min(f.region.width for f in screen.fields.values()) >= 30
+        assert screen.query_one("#answer").region.width >= 20
+        assert events_of(screen, "ToolCall")[0].arguments == {**ADDRESS, "is_default": True}
+        burst(app, ["ctrl+f"] + list("saved.") + ["enter"])
+        await wait_until(pilot, lambda: screen.reports is not None)
+        assert screen.finished.final_answer == "saved."
+        await pilot.resize_terminal(100, 30)
+        await wait_until(pilot, lambda: not screen.has_class("-tiny"))

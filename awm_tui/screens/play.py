@@ -123,6 +123,7 @@ class PlayScreen(Screen):
     PlayScreen #answer-row { height: auto; }
     PlayScreen #answer { width: 1fr; }
     """
+    TINY_BELOW = 80  # columns
 
     def __init__(self, scenario: Scenario, task_idx: int):
         super().__init__()
@@ -157,7 +158,7 @@ class PlayScreen(Screen):
                      id="task")
         with TabbedContent(id="play-tabs", initial="play"):
             with TabPane("Play", id="play"):
-                with Horizontal():
+                with Horizontal(id="play-body"):
                     yield OptionList(id="play-tools")
                     with Vertical(id="form-pane"):
                         form = VerticalScroll(id="form")
@@ -173,7 +174,11 @@ class PlayScreen(Screen):
                 yield SideBySide(id="side")
         yield Footer()
 
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < self.TINY_BELOW, "-tiny")
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < self.TINY_BELOW, "-tiny")
         self.title = f"Play · {self.scenario.name}"
         self.sub_title = "opening the episode…"
         if not getattr(self.app, "cursor_blink", True):
