@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from tinyenv import make_env_dir
 
@@ -64,3 +65,28 @@ def test_a_template_time_out_of_any_calendar_does_not_stop_the_episodes_open(tmp
 
     template = asyncio.run(go())
     assert template is not None and template["built"] is None
+
+
+def test_a_benchmark_task_named_like_markup_does_not_end_the_run(tmp_path, capsys):
+    """An MCP-Universe task's id (its folder and file name) went into the progress bar's stats as Rich markup: a
+    folder ``ws[`` holding ``]x.json`` made ``ws[/]x`` — a closing tag with nothing to close — and the
+    ``MarkupError`` ended ``awm bench mcp-universe run`` once its first task was done."""
+    from awm_engine.cli import main
+
+    configs = tmp_path / "configs"
+    (configs / "ws[").mkdir(parents=True)
+    (configs / "ws[" / "]x.json").write_text(json.dumps({
+        "question": "What?", "mcp_servers": [{"name": "nosuch"}],
+        "evaluators": [{"func": "json", "op": "=", "value": "x"}]}))
+    (configs / "web_search.yaml").write_text(
+        "kind: llm\nspec:\n  name: llm-1\n  type: openai\n  config:\n    model_name: gpt-4.1\n---\n"
+        "kind: agent\nspec:\n  name: ReAct-agent\n  type: react\n  config:\n    llm: llm-1\n    instruction: x\n---\n"
+        "kind: benchmark\nspec:\n  description: hostile\n  agent: ReAct-agent\n  tasks:\n    - test/ws[/]x.json\n")
+    servers = tmp_path / "mcp.json"
+    servers.write_text('{"mcpServers": {}}')
+    code = main(["bench", "mcp-universe", "run", "--mcp-universe", str(configs), "--servers", str(servers),
+                 "--model", "scripted", "--base-url", "http://127.0.0.1:9/v1", "--simulation",
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code in (0, 1), err[-2000:]  # the task errors (its server has no definition): the run says so, and ends
+    assert "ws[/]x" in err  # shown as it is named
