@@ -90,3 +90,53 @@ def test_a_benchmark_task_named_like_markup_does_not_end_the_run(tmp_path, capsy
     err = capsys.readouterr().err
     assert code in (0, 1), err[-2000:]  # the task errors (its server has no definition): the run says so, and ends
     assert "ws[/]x" in err  # shown as it is named
+
+
+LISTEN = """
+import socket, sys
+out = []
+for port in map(int, sys.argv[1:]):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen(1)
+        out.append("listens")
+    except OSError as exc:
+        out.append(f"refused {exc.errno}")
+print(" ".join(out), flush=True)
+"""
+
+
+def test_a_server_with_network_cannot_listen_on_a_port_a_host_client_connects_to():
+    """A benchmark server's sandbox shares the host's network namespace; Landlock kept its connections to ports 80
+    and 443 but not its listeners: it could take any free port of the host's loopback (0.0.0.0 too) — one a local
+    model server, a judge or an ``awm env serve --port`` was about to take — and read what the host's client sent
+    there (its bearer token, its API key). Now it listens only on its own URL's port, and on one the kernel picks."""
+    import subprocess
+    import sys
+
+    from awm_engine.bench.mcp_universe.episode import _policy
+    from awm_engine.bench.mcp_universe.servers import ServerDef
+    from awm_engine.runtime.ports import free_port
+    from awm_engine.sandbox import landlock
+    from awm_engine.sandbox.launcher import Sandbox
+
+    if landlock.abi_version() < 4:
+        import pytest
+
+        pytest.skip("Landlock ABI < 4: no TCP port rules on this kernel")
+    victim, own = free_port(), free_port()
+    servers = [ServerDef(name="stdio", transport="stdio", command=sys.executable, args=[]),
+               ServerDef(name="web", transport="http", command=sys.executable, args=[],
+                         url=f"http://127.0.0.1:{own}/mcp")]
+    seen = {}
+    for server in servers:
+        sandbox = Sandbox(_policy(server), "bind-test")
+        try:
+            done = sandbox.run([sys.executable, "-c", LISTEN, str(victim), str(own), "0"],
+                               timeout=60, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finally:
+            sandbox.cleanup()
+        seen[server.name] = done.stdout.decode().strip() or done.stderr.decode()[-500:]
+    assert seen["stdio"] == "refused 13 refused 13 listens", seen  # a stdio server: only a port the kernel picks
+    assert seen["web"] == "refused 13 listens listens", seen  # an HTTP server: its own port too
