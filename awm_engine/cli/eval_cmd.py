@@ -203,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         raise CliError(str(exc)) from None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
+                  TextColumn("{task.fields[stats]}", markup=False), console=stderr, disable=args.quiet) as bar:
         job = bar.add_task("evaluating", total=None, stats="")
 
         def on_progress(p, record) -> None:

@@ -234,8 +234,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if servers[name].unset:
             stderr.print(f"warning: server {name} starts without {', '.join(servers[name].unset)} (unset)",
                          markup=False)
+    # the stats name the last task (its folder and file name, the benchmark's data): never markup ("ws[" + "/" +
+    # "]x.json" is a closing tag with nothing to close, whose MarkupError ended the run at its first task)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[stats]}"), console=stderr, disable=args.quiet) as bar:
+                  TextColumn("{task.fields[stats]}", markup=False), console=stderr, disable=args.quiet) as bar:
         job = bar.add_task(f"MCP-Universe {config.mode}", total=len(chosen), stats="")
 
         def on_progress(p, record) -> None:

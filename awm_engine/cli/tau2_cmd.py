@@ -231,7 +231,7 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
         stderr.print(f"[yellow]warning:[/yellow] {nl} selected tasks have NL_ASSERTION in their reward basis and no "
                      "judge is configured (--judge-model/--judge-base-url): they get no verdict")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[stats]}"), console=stderr, disable=quiet) as bar:
+                  TextColumn("{task.fields[stats]}", markup=False), console=stderr, disable=quiet) as bar:
         job = bar.add_task("τ²-bench " + "+".join(config.domains), total=None, stats="")
 
         def on_progress(p, record) -> None:

@@ -60,10 +60,18 @@ def max_age_from_env(default: float = DEFAULT_MAX_AGE, environ: Mapping[str, str
 def template_facts(report: BuildReport, built_at: float | None = None) -> dict[str, Any]:
     """What a run records about the template its databases were copied from."""
     when = report.built_at if built_at is None else built_at
-    return {"built_at": when,
-            "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if isinstance(when, (int, float))
-            and math.isfinite(when) else None,
-            "time_dependent": list(report.time_dependent or [])}
+    return {"built_at": when, "built": _utc_text(when), "time_dependent": list(report.time_dependent or [])}
+
+
+def _utc_text(when: Any) -> str | None:
+    """``when`` (seconds since the epoch) as a UTC time, or None when it is no time ``gmtime`` can show: the time
+    comes from the worker, whose code is the environment's (1e20, a 400-digit integer raised in the parent)."""
+    if not isinstance(when, (int, float)) or isinstance(when, bool):
+        return None
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if math.isfinite(when) else None
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 class TemplateCache:

@@ -9,6 +9,7 @@ its handler would not stop). Both sides use only the functions below.
 from __future__ import annotations
 
 import json
+import math
 import traceback
 from typing import Any
 
@@ -147,8 +148,7 @@ def call_answer(result: Any) -> dict[str, Any]:
     out["status"] = typed("status", (int,), None, optional=True)
     kind = typed("error_kind", (str,), None, optional=True)
     out["error_kind"] = kind[:ERROR_KIND_LIMIT] if kind is not None else None
-    elapsed = typed("elapsed_ms", (int, float), 0.0)
-    out["elapsed_ms"] = float(elapsed) if elapsed == elapsed and abs(elapsed) != float("inf") else 0.0
+    out["elapsed_ms"] = _milliseconds(typed("elapsed_ms", (int, float), 0.0))
     trace = typed("traceback", (str,), None, optional=True)
     out["traceback"] = clip(trace, TRACEBACK_LIMIT) if trace is not None else None
     out["truncated"] = typed("truncated", (bool,), False)
@@ -156,6 +156,17 @@ def call_answer(result: Any) -> dict[str, Any]:
     out["stuck"] = typed("stuck", (bool,), False)
     out["left_running"] = typed("left_running", (int,), 0)
     return out
+
+
+def _milliseconds(value: int | float) -> float:
+    """A call's duration as a float (0.0 for NaN or an infinity); ``MalformedAnswer`` for an integer no float holds
+    (a 400-digit one, which JSON carries: ``float()`` raised ``OverflowError`` in the parent, past every handler of a
+    malformed answer, and ended ``awm env test`` over a whole data directory)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        raise MalformedAnswer("a call's 'elapsed_ms' is out of range") from None
+    return number if math.isfinite(number) else 0.0
 
 
 def result_of(message: dict[str, Any]) -> dict[str, Any]:

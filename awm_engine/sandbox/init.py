@@ -95,7 +95,7 @@ def confine(spec: dict) -> None:
         raise SandboxSetupError("prctl(PR_SET_NO_NEW_PRIVS) failed")
     if spec.get("landlock"):
         landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")),
-                          connect_ports=spec.get("connect_ports"))
+                          connect_ports=spec.get("connect_ports"), bind_ports=spec.get("bind_ports"))
     if spec.get("seccomp"):
         seccomp.load()
 

@@ -54,12 +54,16 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
-             readable: list[str] | None = None, connect_ports: list[int] | None = None) -> int:
+             readable: list[str] | None = None, connect_ports: list[int] | None = None,
+             bind_ports: list[int] | None = None) -> int:
     """Confine this process: read/execute everywhere (or, with ``readable``, only below those paths: ``[]`` reads
     no file at all), write only below ``writable`` (plus /dev/null & co); with ``scope`` (ABI ≥ 6) it can neither
     connect to abstract unix sockets nor signal processes created outside its Landlock domain; with
-    ``connect_ports`` (ABI ≥ 4) its TCP connections go only to those ports, on any address. Returns the ABI
-    used; raises OSError when Landlock is unavailable or a step fails."""
+    ``connect_ports`` (ABI ≥ 4) its TCP connections go only to those ports, on any address, and it binds TCP only
+    to ``bind_ports`` (none when not given) and port 0 (a port the kernel picks): a process in the host's network
+    namespace that could bind any port would take one a host client connects to later — a local model server not
+    up yet, an ``awm env serve --port`` — and read what that client sends it (its API key). Returns the ABI used;
+    raises OSError when Landlock is unavailable or a step fails."""
     abi = abi_version()
     if abi < 1:
         raise OSError("Landlock is not available on this kernel")
@@ -67,8 +71,9 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
     handled = fs_access(abi)
     net = (NET_BIND_TCP | NET_CONNECT_TCP) if (deny_tcp and abi >= 4) else 0
     allowed_ports = list(connect_ports) if connect_ports is not None and not deny_tcp and abi >= 4 else []
+    binds = sorted({0, *(bind_ports or [])}) if connect_ports is not None and not deny_tcp and abi >= 4 else []
     if connect_ports is not None and abi >= 4:
-        net |= NET_CONNECT_TCP
+        net |= NET_CONNECT_TCP | NET_BIND_TCP
     scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if (scope and abi >= 6) else 0
     if abi >= 6:
         attr = struct.pack("QQQ", handled, net, scoped)
@@ -98,11 +103,12 @@ def restrict(writable: list[str], deny_tcp: bool = False, scope: bool = False,
 
         for path in ["/"] if readable is None else readable:
             allow(path, READ)
-        for port in allowed_ports:
-            rule = ctypes.create_string_buffer(struct.pack("=QQ", NET_CONNECT_TCP, int(port)), 16)
-            if libc.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), rule,
-                            ctypes.c_uint32(0)) < 0:
-                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for TCP port {port}")
+        for right, ports in ((NET_CONNECT_TCP, allowed_ports), (NET_BIND_TCP, binds)):
+            for port in ports:
+                rule = ctypes.create_string_buffer(struct.pack("=QQ", right, int(port)), 16)
+                if libc.syscall(SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(RULE_NET_PORT), rule,
+                                ctypes.c_uint32(0)) < 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for TCP port {port}")
         for device in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full", "/dev/tty"):
             allow(device, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
         for path in writable:

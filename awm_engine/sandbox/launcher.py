@@ -59,6 +59,8 @@ class SandboxPolicy:
     network: bool = False  # environments are offline worlds: no network unless asked
     # with network: the TCP ports it may connect to, on any address (Landlock ABI >= 4); None: network_ports()
     connect_ports: list[int] | None = None
+    # with network: the TCP ports it may listen on (port 0 besides: one the kernel picks); none else (Landlock ABI >= 4)
+    bind_ports: list[int] = field(default_factory=list)
     memory_mb: int | None = 2048  # the whole sandbox (memory cgroup) and each process's address space
     max_procs: int | None = 64  # processes and threads of the whole sandbox
     file_size_mb: int | None = 2048
@@ -204,7 +206,7 @@ class Sandbox:
         uid, gid = sandbox_ids()
         spec = {"writable": writable + ["/tmp"], "deny_tcp": not p.network, "memory_mb": p.memory_mb,
                 "connect_ports": (network_ports() if p.connect_ports is None else list(p.connect_ports))
-                if p.network else None,
+                if p.network else None, "bind_ports": list(p.bind_ports) if p.network else None,
                 "max_procs": p.max_procs, "file_size_mb": p.file_size_mb, "open_files": p.open_files,
                 "cpu_seconds": p.cpu_seconds, "landlock": self.protections.writes_confined,
                 "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,

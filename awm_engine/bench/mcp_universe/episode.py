@@ -89,9 +89,20 @@ def tool_name(server: str, tool: str) -> str:
 
 
 def _policy(server: ServerDef) -> SandboxPolicy:
+    """The server's sandbox: network, and a TCP listener only on its own URL's port (an HTTP server it starts)."""
     command = os.path.basename(server.command or "")
     return SandboxPolicy(writable=[], readable=server_paths(server), network=True, env=dict(server.env),
-                         max_procs=256, memory_mb=None if command in NO_AS_LIMIT else 2048)
+                         max_procs=256, memory_mb=None if command in NO_AS_LIMIT else 2048,
+                         bind_ports=[_url_port(server.url)] if server.transport == "http" and server.url else [])
+
+
+def _url_port(url: str) -> int:
+    parsed = urlparse(url)
+    try:
+        port = parsed.port
+    except ValueError:  # not a port: the server cannot be reached there anyway
+        return 0
+    return port or (443 if parsed.scheme == "https" else 80)
 
 
 SYSTEM_STATE = ("/etc", "/proc", "/sys", "/dev", "/run", "/var", "/boot")
@@ -247,7 +258,7 @@ class ServerConnection:
         finally:
             log.close()
         parsed = urlparse(s.url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        port = _url_port(s.url)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
