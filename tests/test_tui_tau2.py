@@ -54,6 +54,8 @@ async def test_domains_in_the_catalog_and_their_screen(tmp_path):
         await start(app, pilot)
         screen = app.screen
         assert isinstance(screen, Tau2Screen)
+        # the database's check and the static problems come from a thread: "checking…" until then
+        await wait_until(pilot, lambda: "Problems: checking" not in text_of(screen.query_one("#tau2-overview", Static)))
         overview = text_of(screen.query_one("#tau2-overview", Static))
         assert "Problems" in overview and "Airline agent policy (test fixture)" in overview
         await pilot.press("2")
@@ -193,6 +195,7 @@ async def test_the_problems_list_of_a_domain_is_awm_env_doctor(tmp_path, monkeyp
         await wait_until(pilot, lambda: isinstance(app.screen, Tau2Screen))
         await start(app, pilot)
         screen = app.screen
+        await wait_until(pilot, lambda: "Problems: checking" not in text_of(screen.query_one("#tau2-overview", Static)))
         overview = text_of(screen.query_one("#tau2-overview", Static))
         assert "static checks only" in overview and "awm env doctor --tau2-data" in overview
         assert "'bad'" in overview and "does not apply" in overview

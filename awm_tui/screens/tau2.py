@@ -158,6 +158,21 @@ class Tau2Verdict(Horizontal):
 
 # -- the domain screen ----------------------------------------------------------------------------------------
 
+def data_preview(dbs: dict[str, Any], collections: list) -> Group:
+    """The first rows of each of a domain's collections, one table each (the domain's keys and values: text, never
+    read as markup)."""
+    parts = []
+    for c in collections:
+        records = c.records(getattr(dbs[c.db_name], c.field))
+        table = RichTable(*[RichColumn(header=shown(column)) for column in ["_key", *c.columns]],
+                          title=shown(f"{c.table} — first {min(PREVIEW_ROWS, len(records))} of {len(records)}"),
+                          title_justify="left")
+        for key, record in records[:PREVIEW_ROWS]:
+            table.add_row(shown(key), *[shown(("NULL" if v is None else str(v))[:40]) for v in c.row(record)])
+        parts.append(table)
+    return Group(*parts)
+
+
 class Tau2Screen(Screen):
     """One τ² domain, in the environment screen's tabs (keys 1–5, ctrl+g play as the agent, ctrl+l watch a model,
     ctrl+u play as the user)."""
@@ -178,6 +193,8 @@ class Tau2Screen(Screen):
         self.tools = [("agent", t) for t in scenario.tools()] + [("user", t) for t in scenario.user_tools()]
         self.databases: dict[str, Any] | None = None
         self.diagnosis = None  # from ctrl+d (awm env doctor); else the cached or static one
+        self.quick = None  # the cached or static one (``load_databases``)
+        self.db_problem: str | None = None  # why the database does not load ("": it does; None: not checked yet)
         self.diagnosing = False
 
     def compose(self) -> ComposeResult:
@@ -213,18 +230,24 @@ class Tau2Screen(Screen):
         self.load_databases()
 
     def overview(self) -> Group:
+        """The domain at a glance. The database's check and the static problems come from ``load_databases`` (they
+        validate the whole database: 0.2 s for retail, too long for the UI's thread); until then they say so."""
         d = self.domain
-        db_problem = d.db_problem()
-        diagnosis = self.diagnosis or quick_diagnosis(self.scenario)  # awm env doctor's, as for AWM environments
+        diagnosis = self.diagnosis or self.quick  # awm env doctor's, as for AWM environments
+        database = "checking…" if self.db_problem is None else self.db_problem or str(d.db_path)
         lines = [Text(self.scenario.description), Text(""),
                  Text.assemble(("task version: ", "bold"), d.version.describe() if d.version else "unknown"),
                  Text.assemble(("splits: ", "bold"), ", ".join(f"{k} {len(v)}" for k, v in d.splits.items()) or "none"),
-                 Text.assemble(("database: ", "bold"), db_problem or str(d.db_path)),
+                 Text.assemble(("database: ", "bold"), database),
                  Text.assemble(("tools: ", "bold"), f"{len(self.scenario.tools())} agent, "
-                                                    f"{len(self.scenario.user_tools())} user"), Text(""),
-                 problems_view(diagnosis, self.diagnosing, f"awm env doctor --tau2-data {d.root} {self.scenario.key}",
-                               "the domain in a worker, every task's initial state and gold actions")]
-        lines += [Text(note, style="dim") for note in diagnosis.notes]
+                                                    f"{len(self.scenario.user_tools())} user"), Text("")]
+        if diagnosis is None:
+            lines.append(Text("Problems: checking…", style="dim"))
+        else:
+            lines.append(problems_view(diagnosis, self.diagnosing,
+                                       f"awm env doctor --tau2-data {d.root} {self.scenario.key}",
+                                       "the domain in a worker, every task's initial state and gold actions"))
+            lines += [Text(note, style="dim") for note in diagnosis.notes]
         lines += [Text(""), Text("Policy", style="bold"), Text(d.policy or "(no policy)")]
         return Group(*lines)
 
@@ -249,44 +272,43 @@ class Tau2Screen(Screen):
 
     @work(thread=True, exclusive=True, group="tau2-db")
     def load_databases(self) -> None:
+        quick = quick_diagnosis(self.scenario)
+        problem = self.domain.db_problem() or ""
+        self.app.call_from_thread(self._checked, quick, problem)
         try:
             dbs = {"db": self.domain.fresh_db()}
             if self.domain.name == "telecom":
                 dbs["user_db"] = self.domain.fresh_user_db()
+            # the tables' views are made here too: a large domain's (retail's 1,000 orders) took the UI 0.3 s
+            collections = collections_of(dbs)
+            counts = [len(c.records(getattr(dbs[c.db_name], c.field))) for c in collections]
+            preview = data_preview(dbs, collections)
         except Exception as exc:  # noqa: BLE001 - shown in place of the tables
             self.app.call_from_thread(self._databases_failed, str(exc))
             return
-        self.app.call_from_thread(self._databases_loaded, dbs)
+        self.app.call_from_thread(self._databases_loaded, dbs, collections, counts, preview)
+
+    def _checked(self, quick: Any, problem: str) -> None:
+        self.quick, self.db_problem = quick, problem
+        self.query_one("#tau2-overview", Static).update(self.overview())
 
     def _databases_failed(self, message: str) -> None:
         for widget in ("#tau2-table-detail", "#tau2-data"):
             self.query_one(widget, Static).update(Text(message, style="red"))
 
-    def _databases_loaded(self, dbs: dict[str, Any]) -> None:
+    def _databases_loaded(self, dbs: dict[str, Any], collections: list, counts: list[int], preview: Group) -> None:
         self.databases = dbs
-        self.collections = collections_of(dbs)
+        self.collections = collections
+        self.counts = counts
         self.query_one("#tau2-table-list", OptionList).add_options(
-            [Option(visible(f"{c.table} ({self._count(c)})"), id=str(i)) for i, c in enumerate(self.collections)])
-        parts = []
-        for c in self.collections:
-            records = c.records(getattr(dbs[c.db_name], c.field))
-            # the domain's data (its database's keys and values): shown as text, never read as markup
-            table = RichTable(*[RichColumn(header=shown(column)) for column in ["_key", *c.columns]],
-                              title=shown(f"{c.table} — first {min(PREVIEW_ROWS, len(records))} of {len(records)}"),
-                              title_justify="left")
-            for key, record in records[:PREVIEW_ROWS]:
-                table.add_row(shown(key), *[shown(("NULL" if v is None else str(v))[:40]) for v in c.row(record)])
-            parts.append(table)
-        self.query_one("#tau2-data", Static).update(Group(*parts))
-
-    def _count(self, collection) -> int:
-        return len(collection.records(getattr(self.databases[collection.db_name], collection.field)))
+            [Option(visible(f"{c.table} ({n})"), id=str(i)) for i, (c, n) in enumerate(zip(collections, counts))])
+        self.query_one("#tau2-data", Static).update(preview)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         index = int(event.option.id)
         if event.option_list.id == "tau2-table-list":
             c = self.collections[index]
-            table = RichTable("column", "stored as", title=shown(f"{c.table} · {self._count(c)} rows · one row per "
+            table = RichTable("column", "stored as", title=shown(f"{c.table} · {self.counts[index]} rows · one row per "
                                                                   f"{'record' if c.shape != 'single' else c.field}"))
             for name, kind in c.columns.items():
                 table.add_row(shown(name), shown(kind))
