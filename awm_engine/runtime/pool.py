@@ -46,10 +46,12 @@ from awm_engine.runtime.hosted import is_hosted
 from awm_engine.runtime.protocol import WorkerError
 from awm_engine.sandbox import host, limits, owned, safe_fs
 from awm_engine.sandbox.launcher import (
+    INSIDE_FIRST_WAIT,
     Sandbox,
     SandboxPolicy,
     default_memory_mb,
     give_to_sandbox,
+    kill_inside_first,
     kill_tree,
     sandbox_ids,
 )
@@ -198,8 +200,10 @@ class WorkerProcess:
         finally:
             self._fail_pending(why)
             if "replaced" in why and self.proc is not None and self.proc.poll() is None:
-                try:  # a worker that broke the protocol is not trusted with another request
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                try:  # a worker that broke the protocol is not trusted with another request (its inside first:
+                    # bubblewrap collects it and exits; its group only when there was nothing inside to kill)
+                    if not kill_inside_first(self.proc.pid):
+                        os.killpg(self.proc.pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
 
@@ -320,6 +324,14 @@ class LeasedProcess:
 
     def kill(self) -> None:
         if self.poll() is None and self._fd is not None:
+            # the inside first, collected by bubblewrap (``kill_inside_first``); its parent, the service, collects it
+            if kill_inside_first(self.pid):
+                try:
+                    self.wait(INSIDE_FIRST_WAIT)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self._fd is None:
+                return
             try:  # the sandbox's first process: everything inside dies with it (--die-with-parent, its pid namespace)
                 signal.pidfd_send_signal(self._fd, signal.SIGKILL)
             except (ProcessLookupError, PermissionError, OSError):

@@ -369,8 +369,47 @@ def _logs_for(kwargs: dict[str, Any]) -> list[CappedLog]:
     return logs
 
 
+INSIDE_FIRST_WAIT = 2.0  # seconds bubblewrap gets to collect its child and exit before its group is killed
+
+
+def kill_inside_first(pid: int) -> bool:
+    """SIGKILL the children of the sandbox's first process ``pid`` (bubblewrap; its child is the sandbox's PID 1, so
+    everything inside dies with it), not ``pid`` itself. bubblewrap then collects its child and exits. Killing the
+    whole group at once could end bubblewrap first: its child would go to the host's init as a zombie, never
+    collected where that init does not reap (a container's, this VM's). Each child is taken through a pidfd and
+    checked to still be ``pid``'s, so a reused pid is never signalled. False when there was none to kill."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        return False
+    killed = False
+    for child in children:
+        try:
+            fd = os.pidfd_open(child)
+        except OSError:
+            continue
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+                killed = True
+        except (OSError, ValueError, IndexError):
+            pass
+        finally:
+            os.close(fd)
+    return killed
+
+
 def kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL the sandbox's process group (bwrap; everything inside dies with it: pid namespace, die-with-parent)."""
+    """SIGKILL the sandbox's process group (bwrap; everything inside dies with it: pid namespace, die-with-parent):
+    the inside first, so that bubblewrap collects it (``kill_inside_first``), then the group."""
+    if proc.poll() is None and kill_inside_first(proc.pid):
+        try:
+            proc.wait(INSIDE_FIRST_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
