@@ -1,0 +1,52 @@
+"""What a new user found running every verb on data the authors did not write (one test per finding)."""
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from awm_engine.agent.scripted_llm import FakeLLMServer
+from awm_engine.cli import main
+from awm_engine.eval.results import read_records
+from tests.conftest import SHARED
+
+CONFIGS = SHARED / "data" / "mcp-universe" / "configs"
+STANDINS = str(Path(__file__).with_name("mcpu_standins.py"))
+
+
+def _other_venv(path: Path) -> Path:
+    """A venv of its own (not awm's), as a user's MCP-Universe checkout has: its bin/python is a symlink to the
+    runtime; it finds fastmcp through a .pth naming awm's site-packages (in every sandbox's view already)."""
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    subprocess.run([base, "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)
+    lib = next((path / "lib").glob("python3*")) / "site-packages"
+    (lib / "awm_packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return path / "bin" / "python"
+
+
+def test_an_mcp_server_run_by_the_python_of_another_venv_starts(tmp_path, capsys):
+    """`awm bench mcp-universe run` with a server whose command is another venv's bin/python (a symlink to the
+    runtime): the link and its venv were not in the sandbox's view, so every task errored `server … could not start:
+    MCPError: Connection closed` (FileNotFoundError in the server log)."""
+    if not (CONFIGS / "web_search.yaml").is_file():
+        pytest.skip(f"MCP-Universe configs not found at {CONFIGS}")
+    python = _other_venv(tmp_path / "venv")
+    servers = tmp_path / "mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {name: {"command": str(python), "args": [STANDINS, name]}
+                                                   for name in ("playwright", "date")}}))
+    script = {"model": "scripted", "rules": [{"match": "3P% of Bronny James", "responses": [
+        {"content": json.dumps({"thought": "-", "answer": {"Bronny James": "28.1", "Markieff Morris": "30.4"}})}]}]}
+    out = tmp_path / "run"
+    with FakeLLMServer(script) as llm:
+        code = main(["bench", "mcp-universe", "run", "--mcp-universe", str(CONFIGS), "--task",
+                     "playwright_sports_task_0001", "--servers", str(servers), "--model", "scripted",
+                     "--base-url", llm.url, "--simulation", "--out", str(out), "--quiet"])
+    capsys.readouterr()
+    (record,) = read_records(out / "results.jsonl")
+    assert record["status"] == "ok", record.get("error")
+    assert code == 0
