@@ -50,3 +50,22 @@ def test_an_mcp_server_run_by_the_python_of_another_venv_starts(tmp_path, capsys
     (record,) = read_records(out / "results.jsonl")
     assert record["status"] == "ok", record.get("error")
     assert code == 0
+
+
+def test_the_window_warning_of_train_export_counts_only_the_rollouts_exported(tmp_path):
+    """`awm train export` of two runs, one rollout not verified (skipped): it warned `1 of 2 rollouts ran with another
+    history window` — as if the other had run with --window 3, when it was only left out."""
+    from test_exit_codes import awm
+
+    scenario = "maple_library_lending"
+    unverified = awm("eval", "run", "--policy", "immediate", "--scenario", scenario, "--task", "0", "--verify", "none",
+                     "--out", str(tmp_path / "a"), "--quiet")
+    assert unverified.returncode == 0, unverified.stderr
+    solved = awm("eval", "run", "--policy", "oracle", "--scenario", scenario, "--task", "1", "--out", str(tmp_path / "b"),
+                 "--quiet")
+    assert solved.returncode == 0, solved.stderr
+    export = awm("train", "export", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "x.jsonl"))
+    assert export.returncode == 0, export.stderr
+    assert "skipped a/maple_library_lending/0/0" in export.stderr
+    assert "from 1 rollouts" in export.stdout
+    assert "1 of 1 rollouts exported ran with another history window" in export.stderr, export.stderr
