@@ -69,3 +69,21 @@ def test_the_window_warning_of_train_export_counts_only_the_rollouts_exported(tm
     assert "skipped a/maple_library_lending/0/0" in export.stderr
     assert "from 1 rollouts" in export.stdout
     assert "1 of 1 rollouts exported ran with another history window" in export.stderr, export.stderr
+
+
+def test_an_eval_run_never_mixes_with_an_agent_run_already_in_its_directory(tmp_path):
+    """`awm eval run --out DIR` where `awm agent run --out DIR` had run: it ran and wrote its results beside the agent
+    run's trajectory and events (`awm replay DIR` showed the agent run, `awm train export DIR` only the evaluation),
+    while `awm agent run` refuses an evaluation run's directory."""
+    from test_exit_codes import awm
+
+    out = tmp_path / "run"
+    first = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "oracle",
+                "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    before = sorted(p.name for p in out.iterdir())
+    again = awm("eval", "run", "--policy", "oracle", "--scenario", "maple_library_lending", "--task", "3",
+                "--out", str(out))
+    assert again.returncode == 2, (again.returncode, again.stderr)
+    assert "already holds a run" in again.stderr and "Traceback" not in again.stderr
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written

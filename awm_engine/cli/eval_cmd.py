@@ -11,6 +11,7 @@ from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import (
+    AGENT_RUN_FILES,
     CliError,
     add_data_arg,
     echo,
@@ -188,6 +189,8 @@ def _metadata(run_dir) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from awm_engine.cli import tau2_cmd
 
+    if args.out and not (Path(args.out) / "results.jsonl").exists():  # an evaluation run there: refused below
+        out_dir(args.out, holds=AGENT_RUN_FILES)  # an agent run or a served session would mix with this run's files
     if args.resume and _is_tau2_run(args.resume):
         return _run_tau2(args, None)
     if not args.resume and (tau2_domains := tau2_cmd.eval_tau2_domains(args)):
