@@ -87,3 +87,20 @@ def test_an_eval_run_never_mixes_with_an_agent_run_already_in_its_directory(tmp_
     assert again.returncode == 2, (again.returncode, again.stderr)
     assert "already holds a run" in again.stderr and "Traceback" not in again.stderr
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize("what", ["empty", "eval-run"])
+def test_gen_status_of_a_directory_that_is_no_generation_run(tmp_path, what):
+    """`awm gen status DIR` of an empty directory or an evaluation run printed `generation run DIR` and two empty
+    tables, exit 0 — as for a run that generated nothing — where a missing DIR says `no generation run` (exit 2)."""
+    from test_exit_codes import awm
+
+    out = tmp_path / "dir"
+    out.mkdir()
+    if what == "eval-run":
+        (out / "results.jsonl").write_text("")
+        (out / "metadata.json").write_text("{}")
+    for argv in (["gen", "status", str(out)], ["gen", "status", str(out), "--json"]):
+        result = awm(*argv)
+        assert result.returncode == 2, (result.returncode, result.stdout)
+        assert "no generation run" in result.stderr and result.stdout == "" and "Traceback" not in result.stderr
