@@ -104,3 +104,27 @@ def test_gen_status_of_a_directory_that_is_no_generation_run(tmp_path, what):
         result = awm(*argv)
         assert result.returncode == 2, (result.returncode, result.stdout)
         assert "no generation run" in result.stderr and result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_a_human_run_replays_in_the_mode_it_was_recorded_in(tmp_path):
+    """The README's played run (`--policy human`, native calls) replayed with `awm agent run --policy replay --replay
+    runs/me`: replayed in the default meta mode, its first call was read as an empty final answer — `stop:
+    final_answer after 1 turns`, `label: others` — where the recording had renewed the loan (complete)."""
+    from test_exit_codes import ROOT
+
+    played = tmp_path / "me"
+    calls = 'list_my_loans {"status": "active"}\nrenew_loan {"loan_id": 3}\nanswer Renewed: the new due date is 2026-04-03.\n'
+    human = subprocess.run([sys.executable, "-m", "awm_engine.cli", "agent", "run", "--scenario", "maple_library_lending",
+                            "--task", "3", "--policy", "human", "--out", str(played)], input=calls, capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+    assert "label: complete" in human.stdout, human.stderr
+    from test_exit_codes import awm
+
+    again = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "replay",
+                "--replay", str(played), "--out", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    assert "label: complete  reward: 1.0" in again.stdout, (again.stdout, again.stderr)
+    assert "after 3 turns" in again.stderr
+    forced = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "replay",
+                 "--replay", str(played), "--mode", "meta", "--out", str(tmp_path / "forced"))
+    assert "recorded in native mode" not in forced.stderr and "was made in native mode" in forced.stderr

@@ -131,6 +131,13 @@ async def _agent_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if getattr(policy, "mismatch", None):
         print_warning(policy.mismatch)
+    recorded = getattr(policy, "mode", None) if args.policy == "replay" else None
+    if recorded and recorded != mode:
+        if args.mode is None:  # replayed in another mode, its calls would be read as a final answer and never made
+            mode = recorded
+        else:
+            print_warning(f"the recording was made in {recorded} mode, replayed here in {mode} mode: its calls are "
+                          f"read as {mode} turns (leave out --mode to replay it in {recorded} mode)")
     config = agent_config_from_args(args, mode)
     meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
             "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}
