@@ -128,3 +128,22 @@ def test_a_human_run_replays_in_the_mode_it_was_recorded_in(tmp_path):
     forced = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "replay",
                  "--replay", str(played), "--mode", "meta", "--out", str(tmp_path / "forced"))
     assert "recorded in native mode" not in forced.stderr and "was made in native mode" in forced.stderr
+
+
+def test_eval_report_says_when_a_results_line_cannot_be_read(tmp_path):
+    """`awm eval report` of a run whose results.jsonl has a line that is not a record (a disk error, a hand edit):
+    it printed `oracle · k=2 · 3 rollouts` with nothing on stderr — a smaller run than was made, silently."""
+    from test_exit_codes import awm
+
+    out = tmp_path / "run"
+    made = awm("eval", "run", "--policy", "oracle", "--scenario", "maple_library_lending", "--task", "3", "--task", "4",
+               "-k", "2", "--out", str(out), "--quiet")
+    assert made.returncode == 0, made.stderr
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = "garbage\n"
+    (out / "results.jsonl").write_text("".join(lines))
+    report = awm("eval", "report", str(out))
+    assert report.returncode == 0 and "3 rollouts" in report.stdout, report.stdout
+    assert "1 line(s) of" in report.stderr and "--resume" in report.stderr, report.stderr
+    as_json = awm("eval", "report", str(out), "--json")
+    json.loads(as_json.stdout)  # the warning stays on stderr

@@ -45,6 +45,7 @@ from awm_engine.eval.report import (
     pass_ks,
     run_metadata,
 )
+from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
 
 
@@ -275,6 +276,13 @@ def _print_report(meta: dict, console=None) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     meta = _metadata(args.run_dir)  # a τ² run's too
+    if not _is_tau2_run(args.run_dir):
+        index = ResultsIndex(Path(args.run_dir) / "results.jsonl")
+        index.refresh()
+        if index.bad_lines:  # the aggregates leave them out: say so, never a silently smaller run
+            print_warning(f"{index.bad_lines} line(s) of {Path(args.run_dir) / 'results.jsonl'} are not result records "
+                          f"(not JSON, or no id): left out of this report; awm eval run --resume {args.run_dir} runs "
+                          "those rollouts again")
     if args.json:
         print_json(meta)
     elif args.markdown:
