@@ -147,3 +147,21 @@ def test_eval_report_says_when_a_results_line_cannot_be_read(tmp_path):
     assert "1 line(s) of" in report.stderr and "--resume" in report.stderr, report.stderr
     as_json = awm("eval", "report", str(out), "--json")
     json.loads(as_json.stdout)  # the warning stays on stderr
+
+
+def test_eval_compare_says_when_the_runs_cover_different_tasks(tmp_path):
+    """`awm eval compare` of an oracle run on one task and an immediate run on all ten: the overall row showed
+    Δ -1.000 (or any number) as if the two runs were comparable, with no word that they cover different tasks."""
+    from test_exit_codes import awm
+
+    one = awm("eval", "run", "--policy", "oracle", "--scenario", "maple_library_lending", "--task", "3",
+              "--out", str(tmp_path / "one"), "--quiet")
+    ten = awm("eval", "run", "--policy", "immediate", "--scenario", "maple_library_lending",
+              "--out", str(tmp_path / "ten"), "--quiet")
+    assert one.returncode == 0 and ten.returncode == 0, (one.stderr, ten.stderr)
+    compared = awm("eval", "compare", str(tmp_path / "one"), str(tmp_path / "ten"))
+    assert compared.returncode == 0, compared.stderr
+    assert "cover different tasks" in compared.stderr and "1 vs 10 tasks" in compared.stderr, compared.stderr
+    same = awm("eval", "compare", str(tmp_path / "ten"), str(tmp_path / "ten"), "--json")
+    json.loads(same.stdout)
+    assert "different" not in same.stderr, same.stderr

@@ -298,6 +298,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 "b": {"run": args.run_b, "model": (b := _metadata(args.run_b)).get("model")}, "rows": compare_rows(a, b)}
     else:
         data = compare_runs(args.run_a, args.run_b)
+    a_meta, b_meta = _metadata(args.run_a), _metadata(args.run_b)
+    differ = [f"{name} (only in {'A' if name in a_meta['scenarios'] else 'B'})"
+              for name in sorted(set(a_meta["scenarios"]) ^ set(b_meta["scenarios"]))]
+    differ += [f"{name} ({a_meta['scenarios'][name].get('tasks')} vs {b_meta['scenarios'][name].get('tasks')} tasks)"
+               for name in sorted(set(a_meta["scenarios"]) & set(b_meta["scenarios"]))
+               if a_meta["scenarios"][name].get("tasks") != b_meta["scenarios"][name].get("tasks")]
+    if differ:  # the overall row (and those scenarios' rows) compare different sets of tasks
+        print_warning(f"the runs cover different tasks: {', '.join(differ[:5])}"
+                      + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+                      + "; the overall row compares different task sets")
     if args.json:
         print_json(data)
         return 0
