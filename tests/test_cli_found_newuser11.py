@@ -165,3 +165,21 @@ def test_eval_compare_says_when_the_runs_cover_different_tasks(tmp_path):
     same = awm("eval", "compare", str(tmp_path / "ten"), str(tmp_path / "ten"), "--json")
     json.loads(same.stdout)
     assert "different" not in same.stderr, same.stderr
+
+
+def test_awm_verify_never_gives_a_stopped_episode_a_verdict(tmp_path):
+    """An `awm agent run` stopped with Ctrl-C is saved as `abandoned`, "never verified" (docs); `awm verify RUN` then
+    verified it anyway: `label others, reward 0.0`, exit 0, and wrote verify.json — a verdict on no answer."""
+    from test_exit_codes import awm
+
+    run = tmp_path / "run"
+    immediate = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "immediate",
+                    "--verify", "none", "--out", str(run))
+    assert immediate.returncode == 0, immediate.stderr
+    trajectory = json.loads((run / "trajectory.json").read_text())  # as Ctrl-C leaves it
+    trajectory["awm"].update(stop_reason="abandoned", final_answer="", error="stopped before the episode ended")
+    (run / "trajectory.json").write_text(json.dumps(trajectory))
+    verified = awm("verify", str(run))
+    assert verified.returncode == 1, (verified.returncode, verified.stdout)
+    assert "no verdict" in verified.stderr and "abandoned" in verified.stderr and "Traceback" not in verified.stderr
+    assert not (run / "verify.json").exists()
