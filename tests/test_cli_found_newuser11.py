@@ -183,3 +183,19 @@ def test_awm_verify_never_gives_a_stopped_episode_a_verdict(tmp_path):
     assert verified.returncode == 1, (verified.returncode, verified.stdout)
     assert "no verdict" in verified.stderr and "abandoned" in verified.stderr and "Traceback" not in verified.stderr
     assert not (run / "verify.json").exists()
+
+
+def test_train_export_says_why_a_stopped_run_is_skipped(tmp_path):
+    """`awm train export` of an `awm agent run` stopped by Ctrl-C said `skipped …: abandoned: the player left the
+    episode` — there was no player."""
+    from test_exit_codes import awm
+
+    run = tmp_path / "run"
+    assert awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "immediate",
+               "--out", str(run)).returncode == 0
+    trajectory = json.loads((run / "trajectory.json").read_text())  # as Ctrl-C leaves it
+    trajectory["awm"].update(stop_reason="abandoned", final_answer="", error="stopped before the episode ended")
+    (run / "trajectory.json").write_text(json.dumps(trajectory))
+    export = awm("train", "export", str(run), "--out", str(tmp_path / "x.jsonl"))
+    assert export.returncode == 1, export.stderr
+    assert "stopped before it ended" in export.stderr and "the player left the episode" not in export.stderr
