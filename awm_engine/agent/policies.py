@@ -192,6 +192,11 @@ class ReplayPolicy(ScriptedTurns):
                                   "(each has id, name and arguments)", "config") from None
             turns.append(AssistantTurn(entry.get("content") or "", calls))
         super().__init__(turns, "")
+        # the mode it was recorded in: its calls are in that mode's form (native calls, or <tool_call> text)
+        awm = trajectory.get("awm")
+        config = awm.get("config") if isinstance(awm, dict) else None
+        mode = config.get("mode") if isinstance(config, dict) else None
+        self.mode: str | None = mode if mode in ("meta", "native") else None
         # a recording of another scenario or task replays all the same (on purpose, or by mistake: said)
         recorded = (trajectory.get("scenario"), trajectory.get("task_id"))
         self.mismatch = None

@@ -27,6 +27,7 @@ from awm_engine.cli.common import (
 from awm_engine.cli.options import add_agent_args, add_endpoint_args, agent_config_from_args, endpoint_from_args
 from awm_engine.cli.options import judge_from_args as _judge
 from awm_engine.data.error_text import exception_line
+from awm_engine.data.terminal import visible
 from awm_engine.eval.episode import POLICIES, make_policy, run_episode, verification_warnings
 from awm_engine.verify.judge import DEFAULT_PROFILE, PROFILES
 from awm_engine.verify.rewards import RewardConfig
@@ -131,6 +132,13 @@ async def _agent_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if getattr(policy, "mismatch", None):
         print_warning(policy.mismatch)
+    recorded = getattr(policy, "mode", None) if args.policy == "replay" else None
+    if recorded and recorded != mode:
+        if args.mode is None:  # replayed in another mode, its calls would be read as a final answer and never made
+            mode = recorded
+        else:
+            print_warning(f"the recording was made in {recorded} mode, replayed here in {mode} mode: its calls are "
+                          f"read as {mode} turns (leave out --mode to replay it in {recorded} mode)")
     config = agent_config_from_args(args, mode)
     meta = {"model": endpoint.model if endpoint else args.policy, "api_url": endpoint.base_url if endpoint else "",
             "temperature": endpoint.temperature if endpoint else 1.0, "endpoint": endpoint.public() if endpoint else None}
@@ -172,6 +180,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "trajectory.json").is_file():
         raise CliError(f"{run_dir} has no trajectory.json")
+    try:
+        awm = json.loads((run_dir / "trajectory.json").read_bytes()).get("awm")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        awm = None  # verify_run says what is wrong with it
+    stop = awm.get("stop_reason") if isinstance(awm, dict) else None
+    if stop in ("llm_error", "abandoned"):  # as a rollout: never verified, no answer to judge (nothing is written)
+        raise CliError(f"{run_dir}: no verdict: the episode stopped before it ended ({stop}: "
+                       f"{visible(str(awm.get('error') or '-'))[:200]}), so it has no final answer to verify", 1)
     catalog = load_catalog(args, quiet=True) if args.data else None
     try:
         report = run_async(verify_run(run_dir, args.mode, catalog, _judge(args) if args.mode == "sql" else None,

@@ -11,6 +11,7 @@ from awm_engine.cli import verb_help
 from awm_engine.agent.endpoints import ConfigError, Endpoint, judge_endpoint, resolve_endpoint
 from awm_engine.agent.policies import PolicyError
 from awm_engine.cli.common import (
+    AGENT_RUN_FILES,
     CliError,
     add_data_arg,
     echo,
@@ -44,6 +45,7 @@ from awm_engine.eval.report import (
     pass_ks,
     run_metadata,
 )
+from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import list_eval_runs, load_eval_config
 
 
@@ -188,6 +190,8 @@ def _metadata(run_dir) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     from awm_engine.cli import tau2_cmd
 
+    if args.out and not (Path(args.out) / "results.jsonl").exists():  # an evaluation run there: refused below
+        out_dir(args.out, holds=AGENT_RUN_FILES)  # an agent run or a served session would mix with this run's files
     if args.resume and _is_tau2_run(args.resume):
         return _run_tau2(args, None)
     if not args.resume and (tau2_domains := tau2_cmd.eval_tau2_domains(args)):
@@ -272,6 +276,13 @@ def _print_report(meta: dict, console=None) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     meta = _metadata(args.run_dir)  # a τ² run's too
+    if not _is_tau2_run(args.run_dir):
+        index = ResultsIndex(Path(args.run_dir) / "results.jsonl")
+        index.refresh()
+        if index.bad_lines:  # the aggregates leave them out: say so, never a silently smaller run
+            print_warning(f"{index.bad_lines} line(s) of {Path(args.run_dir) / 'results.jsonl'} are not result records "
+                          f"(not JSON, or no id): left out of this report; awm eval run --resume {args.run_dir} runs "
+                          "those rollouts again")
     if args.json:
         print_json(meta)
     elif args.markdown:
@@ -287,6 +298,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 "b": {"run": args.run_b, "model": (b := _metadata(args.run_b)).get("model")}, "rows": compare_rows(a, b)}
     else:
         data = compare_runs(args.run_a, args.run_b)
+    a_meta, b_meta = _metadata(args.run_a), _metadata(args.run_b)
+    differ = [f"{name} (only in {'A' if name in a_meta['scenarios'] else 'B'})"
+              for name in sorted(set(a_meta["scenarios"]) ^ set(b_meta["scenarios"]))]
+    differ += [f"{name} ({a_meta['scenarios'][name].get('tasks')} vs {b_meta['scenarios'][name].get('tasks')} tasks)"
+               for name in sorted(set(a_meta["scenarios"]) & set(b_meta["scenarios"]))
+               if a_meta["scenarios"][name].get("tasks") != b_meta["scenarios"][name].get("tasks")]
+    if differ:  # the overall row (and those scenarios' rows) compare different sets of tasks
+        print_warning(f"the runs cover different tasks: {', '.join(differ[:5])}"
+                      + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+                      + "; the overall row compares different task sets")
     if args.json:
         print_json(data)
         return 0

@@ -16,7 +16,7 @@ from awm_engine.cli.options import add_endpoint_args
 from awm_engine.gen.records import SCENARIO_STAGES, GenConfig
 from awm_engine.gen.stage_scenario import SeedError, read_seeds
 from awm_engine.gen.status import GenStatus, load_status
-from awm_engine.gen.store import GenStoreError
+from awm_engine.gen.store import GenStoreError, is_gen_run
 
 STAGE_VERBS = ("scenario", *SCENARIO_STAGES)
 STATE_COLOURS = {"done": "green", "kept": "yellow", "failed": "red", "running": "cyan", "pending": "dim"}
@@ -251,6 +251,9 @@ def print_status(status: GenStatus) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.is_dir() and not is_gen_run(out) and not (out / "gen_scenario.jsonl").is_file():
+        raise CliError(f"no generation run at {out} (neither .awm-gen/config.json nor gen_scenario.jsonl is there)")
     try:
         status = load_status(args.out)
     except FileNotFoundError as exc:

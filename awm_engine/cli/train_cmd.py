@@ -123,7 +123,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     except MissingDependency as exc:
         raise CliError(str(exc)) from None
     if result.window_mismatch:
-        print_warning(f"{len(result.window_mismatch)} of {len(result.rollouts)} rollouts ran with another history "
+        print_warning(f"{len(result.window_mismatch)} of {len(result.rollouts) - len(result.skipped)} rollouts "
+                      "exported ran with another history "
                       f"window than --window {'none' if args.window is None else args.window}: their samples show a context the model did not see "
                       "(their token ids are left out); roll out with --window to train on what inference sees")
     for rid, why in result.skipped + left_out:

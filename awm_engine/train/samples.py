@@ -33,7 +33,7 @@ from awm_engine.verify.rewards import RewardConfig
 
 DEFAULT_WINDOW = 3  # the paper trains with w = 3 (spec/awm-format.md §5.5, §8)
 EXCLUDED_STOPS = {"environment_error": "the environment failed", "llm_error": "the endpoint failed",
-                  "abandoned": "the player left the episode"}
+                  "abandoned": "stopped before it ended (the player left, or Ctrl-C)"}
 
 
 class TrainingDataError(ValueError):

@@ -170,6 +170,12 @@ def server_paths(server: ServerDef) -> list[str]:
     for arg in [server.command or "", *server.args]:
         if isinstance(arg, str) and arg.startswith("/") or os.path.exists(str(arg)):
             named.append(("command line", str(arg)))
+    command = server.command or ""
+    link = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(command))), os.path.basename(command))
+    if command and os.path.islink(link):  # a venv's bin/python -> the runtime: the link must be there, and its venv
+        folder = os.path.dirname(link)
+        venv = os.path.dirname(folder)
+        named.append(("command line", venv if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) else folder))
     from awm_engine.sandbox import view
 
     seen = ["/usr", *view.python_paths(), view.PACKAGE_DIR]  # in every sandbox's view already
