@@ -199,3 +199,29 @@ def test_train_export_says_why_a_stopped_run_is_skipped(tmp_path):
     export = awm("train", "export", str(run), "--out", str(tmp_path / "x.jsonl"))
     assert export.returncode == 1, export.stderr
     assert "stopped before it ended" in export.stderr and "the player left the episode" not in export.stderr
+
+
+def test_a_server_that_cannot_start_points_at_its_output(tmp_path):
+    """'Connection closed' says nothing: the error names the server's log, where what it printed says why."""
+    import asyncio
+
+    from awm_engine.bench.mcp_universe import servers
+    from awm_engine.bench.mcp_universe.episode import McpServersEpisode
+    from awm_engine.runtime.episode import EnvLoadError
+
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv" / "broken.py").write_text("import sys\nsys.exit('no such module: weather_api')\n")
+    defs = servers.parse_servers({"mcpServers": {"w": {"command": sys.executable,
+                                                       "args": [str(tmp_path / "srv" / "broken.py")]}}}, env={})
+    run_dir = tmp_path / "run"
+
+    async def go():
+        with pytest.raises(EnvLoadError) as caught:
+            episode = await McpServersEpisode.start([defs["w"]], run_dir, timeout=60)
+            await episode.close()
+        return str(caught.value)
+
+    message = asyncio.run(go())
+    log = run_dir / "servers" / "w.log"
+    assert f"(its output: {log})" in message
+    assert "no such module: weather_api" in log.read_text()

@@ -325,7 +325,10 @@ class McpServersEpisode:
                 except ServerConfigError as exc:
                     raise EnvLoadError(str(exc), name) from None
                 except Exception as exc:  # noqa: BLE001 - whatever stops a server from starting
-                    raise EnvLoadError(f"server {name} could not start: {type(exc).__name__}: {exc}", name) from None
+                    log = conn.log_dir / f"{name}.log"  # what the server itself printed says why, mostly
+                    where = f" (its output: {log})" if log.is_file() else ""
+                    raise EnvLoadError(f"server {name} could not start: {type(exc).__name__}: {exc}{where}",
+                                       name) from None
                 for t in conn.tools:
                     full = tool_name(name, t["name"])
                     episode._routes[full] = (name, t["name"])
