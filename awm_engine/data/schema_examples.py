@@ -17,7 +17,8 @@ def property_type(prop: Any) -> str:
     kind = prop.get("type")
     if isinstance(kind, str) and kind != "null" and not prop.get("anyOf"):
         return kind
-    for option in prop.get("anyOf") or []:
+    options = prop.get("anyOf")
+    for option in options if isinstance(options, list) else []:
         if isinstance(option, dict) and isinstance(option.get("type"), str) and option["type"] != "null":
             return option["type"]
     return kind if isinstance(kind, str) else "string"

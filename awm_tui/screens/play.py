@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, NativeCall
 from awm_engine.agent.rollout import AgentConfig, RolloutFinished
 from awm_engine.data.catalog import Scenario
-from awm_engine.data.schema_examples import example_arguments
+from awm_engine.data.schema_examples import _MISSING, example_arguments, first_example, required_names, schema_properties
 from awm_engine.data.schema_examples import property_type as prop_type
 from awm_engine.data.terminal import visible
 from awm_engine.eval.episode import default_run_dir, run_episode
@@ -37,13 +37,13 @@ TOOL_KEYS = {"down": "cursor_down", "up": "cursor_up", "home": "first", "end": "
 
 
 def is_flat(schema: dict[str, Any]) -> bool:
-    return all(prop_type(p) in FLAT for p in (schema.get("properties") or {}).values())
+    return all(prop_type(p) in FLAT for p in schema_properties(schema).values())
 
 
 def skeleton(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON skeleton of the arguments: examples where the schema has them, typed placeholders elsewhere."""
     out = example_arguments(schema)
-    for name, prop in (schema.get("properties") or {}).items():
+    for name, prop in schema_properties(schema).items():
         if name not in out:
             out[name] = {"integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}.get(
                 prop_type(prop), "")
@@ -81,7 +81,7 @@ def form_arguments(schema: dict[str, Any], texts: dict[str, str]) -> dict[str, A
     for the empty string), a number or true/false field's read from its text without surrounding spaces; an empty
     field leaves its argument out."""
     args: dict[str, Any] = {}
-    for pname, prop in (schema.get("properties") or {}).items():
+    for pname, prop in schema_properties(schema).items():
         raw = texts.get(pname, "")
         kind = prop_type(prop)
         if kind in ("integer", "number", "boolean"):
@@ -356,20 +356,24 @@ class PlayScreen(Screen):
         schema = tool.get("inputSchema") or {}
         fields: dict[str, Input] = {}
         editor: TextArea | None = None
-        description = (tool.get("description") or "").split("### Responses")[0].strip()
+        description = str(tool.get("description") or "").split("### Responses")[0].strip()
         # the tool's name, description and parameters are the environment's text
         widgets: list = [Static(Text.assemble((visible(name), "bold green"), "\n", visible(description)))]
-        props = schema.get("properties") or {}
-        required = set(schema.get("required", []))
+        # every keyword may be of any type: the environment's code writes the schema (a wrong one must not end
+        # the TUI)
+        props = schema_properties(schema)
+        required = required_names(schema)
         if is_flat(schema):
             for pname, prop in props.items():
                 kind = prop_type(prop)
+                prop = prop if isinstance(prop, dict) else {}
                 mark = " *" if pname in required else ""
                 hint = prop.get("description") or ""
-                if prop.get("enum"):
+                hint = hint if isinstance(hint, str) else str(hint)
+                if isinstance(prop.get("enum"), list) and prop["enum"]:
                     hint += f" (one of {', '.join(map(str, prop['enum']))})"
-                example = (prop.get("examples") or [prop.get("example")])[0] if (
-                    prop.get("examples") or "example" in prop) else None
+                example = first_example(prop)
+                example = None if example is _MISSING else example
                 widgets.append(Label(Text.assemble((visible(pname), "bold"), visible(f": {kind}"), (mark, "bold red"),
                                                    visible(f"  {hint}") if hint else "")))
                 # a text field that keeps every key typed (an integer or number Input would silently drop a "." or

@@ -1,0 +1,49 @@
+"""Red team 13: what hostile environments, data and clients could still do (each test names its finding)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tinyenv import make_env_dir  # noqa: E402
+
+# a tool whose parameter schema carries keywords of the wrong type (FastAPI passes json_schema_extra through)
+ODD_SCHEMA = '''
+@app.get("/api/odd", summary="Odd", description="Odd schema.", tags=["bad"], operation_id="odd", response_model=NoteList)
+async def odd(q: str = Query("x", json_schema_extra={"examples": 7, "enum": 5, "description": {"a": 1}})):
+    return NoteList(notes=[])
+'''
+
+
+async def _wait(pilot, predicate, timeout=90.0, what="the UI"):
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_play_form_of_a_tool_with_odd_schema_keywords_does_not_crash_the_tui(tmp_path):
+    """Finding: the play screen built a tool's form from its input schema as if every keyword had its JSON-Schema
+    type: ``examples: 7`` (TypeError), ``enum: 5``, a non-text description, ``required: 5`` or a property that is
+    not an object raised in the form builder and ended the whole TUI. The schema is the environment's (its code
+    writes the OpenAPI document)."""
+    from awm_tui.app import AwmApp
+    from awm_tui.screens.play import PlayScreen
+
+    data = make_env_dir(tmp_path / "data", {"Odd Env": ODD_SCHEMA})
+    app = AwmApp([str(data)], cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _wait(pilot, lambda: app.catalog is not None and len(app.catalog))
+        scenario = app.catalog.get("odd_env")
+        app.push_screen(PlayScreen(scenario, 0))
+        await _wait(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen.tools and not app.screen.holding)
+        screen = app.screen
+        from textual.widgets import OptionList
+
+        screen.query_one("#play-tools", OptionList).highlighted = [t["name"] for t in screen.tools].index("odd")
+        await _wait(pilot, lambda: screen._built_for == "odd" or not app.is_running, what="the odd tool's form")
+        assert screen._built_for == "odd" and "q" in screen.fields  # the form is there, its field too
