@@ -47,3 +47,30 @@ async def test_play_form_of_a_tool_with_odd_schema_keywords_does_not_crash_the_t
         screen.query_one("#play-tools", OptionList).highlighted = [t["name"] for t in screen.tools].index("odd")
         await _wait(pilot, lambda: screen._built_for == "odd" or not app.is_running, what="the odd tool's form")
         assert screen._built_for == "odd" and "q" in screen.fields  # the form is there, its field too
+
+
+DUPLICATE_NAMES = '''
+@app.get("/api/dup/a", summary="Dup A", description="One.", tags=["bad"], operation_id="dup", response_model=NoteList)
+async def dup_a():
+    return NoteList(notes=[])
+
+@app.get("/api/dup/b", summary="Dup B", description="Two.", tags=["bad"], operation_id="dup", response_model=NoteList)
+async def dup_b():
+    return NoteList(notes=[])
+'''
+
+
+async def test_play_with_two_tools_of_one_name_does_not_crash_the_tui(tmp_path):
+    """Finding: two routes with one operation id are two tools of one name (FastAPI only warns); the play screen
+    made each an option with the tool's name as its id, and the second id raised DuplicateID, ending the TUI."""
+    from awm_tui.app import AwmApp
+    from awm_tui.screens.play import PlayScreen
+
+    data = make_env_dir(tmp_path / "data", {"Dup Env": DUPLICATE_NAMES})
+    app = AwmApp([str(data)], cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _wait(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.push_screen(PlayScreen(app.catalog.get("dup_env"), 0))
+        await _wait(pilot, lambda: not app.is_running or (isinstance(app.screen, PlayScreen) and app.screen.tools
+                                                          and not app.screen.holding and app.screen._built_for))
+        assert app.is_running and isinstance(app.screen, PlayScreen)

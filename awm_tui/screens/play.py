@@ -214,7 +214,9 @@ class PlayScreen(Screen):
     async def episode_opened(self, episode) -> None:
         self.episode = episode
         order = {t.name: i for i, t in enumerate(self.scenario.tools())}  # the Tools tab's order (the routes')
-        listed = episode.list_tools()
+        # one entry per name, the tool a call by that name reaches (the last): two routes may share an operation
+        # id, and an option list's ids must be unique
+        listed = list({t["name"]: t for t in episode.list_tools()}.values())
         self.tools = sorted(listed, key=lambda t: (order.get(t["name"], len(order)), listed.index(t)))
         self.query_one("#play-tools", OptionList).add_options(
             [Option(shown(t["name"]), id=t["name"]) for t in self.tools])
