@@ -74,3 +74,30 @@ async def test_play_with_two_tools_of_one_name_does_not_crash_the_tui(tmp_path):
         await _wait(pilot, lambda: not app.is_running or (isinstance(app.screen, PlayScreen) and app.screen.tools
                                                           and not app.screen.holding and app.screen._built_for))
         assert app.is_running and isinstance(app.screen, PlayScreen)
+
+
+async def test_replay_of_a_run_whose_final_db_is_garbage_does_not_crash_the_tui(tmp_path):
+    """Finding: a run's ``final.db`` is whatever the environment left in its database file (its code may write any
+    bytes there); the verdict view says such a file cannot be compared, but the replay screen diffed it unguarded on
+    mount and ``sqlite3.DatabaseError`` ended the TUI."""
+    import asyncio
+
+    from awm_engine.cli import main as awm
+    from awm_tui.app import AwmApp
+    from awm_tui.screens.replay import ReplayScreen
+    from awm_tui.widgets.diff_view import DiffView
+
+    data = make_env_dir(tmp_path / "data", {"Tiny Notes": ""})
+    out = tmp_path / "runs" / "eval"
+    assert await asyncio.to_thread(awm, ["eval", "run", "--data", str(data), "--policy", "immediate", "-k", "1",
+                                         "--concurrency", "1", "--workers", "1", "--verify", "none",
+                                         "--out", str(out), "--quiet"]) == 0
+    final = next(out.rglob("final.db"))
+    final.write_bytes(b"not a database " * 1000)  # what environment code can leave in its database file
+    app = AwmApp([str(data)], cursor_blink=False, runs_root=tmp_path / "runs")
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.push_screen(ReplayScreen(final.parent))
+        await _wait(pilot, lambda: not app.is_running or isinstance(app.screen, ReplayScreen), what="the replay")
+        await pilot.pause(0.5)
+        assert app.is_running and isinstance(app.screen, ReplayScreen)
+        app.screen.query_one("#side DiffView", DiffView)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from rich.console import Group
@@ -26,6 +27,15 @@ from ..widgets.verdict import SideBySide
 
 def steps_text(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def diff_or_error(diff):
+    """``diff()``, or why it could not be made: the databases are what the environment left in its files (any bytes),
+    and an exception here would end the TUI."""
+    try:
+        return diff(), None
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        return None, visible(f"the databases could not be compared: {exc}")
 
 
 class ReplayScreen(Screen):
@@ -73,9 +83,12 @@ class ReplayScreen(Screen):
         self.show_step(0)
         verdict = run.verification()
         env_errors = sum(1 for s in run.steps if is_environment_error(s.error_kind))
-        self.query_one(SideBySide).show(run.final_diff(), verdict, env_errors, run.stop_reason,
+        final, error = diff_or_error(run.final_diff)
+        self.query_one(SideBySide).show(final, verdict, env_errors, run.stop_reason,
                                         title="Database changes (the run's final.db)",
                                         traced=[s for s in run.steps if s.traceback])
+        if error is not None:
+            self.query_one(SideBySide).query_one(DiffView).show(None, error=error)
         self.materialize()
 
     def state(self, text: str | Text) -> None:
@@ -95,8 +108,11 @@ class ReplayScreen(Screen):
             if self.is_attached:
                 self.show_step(self.current)
             return
-        same = "reproduces the run's final.db" if self.run.final_matches() else \
-            "differs from the run's final.db (time-dependent values)"
+        try:
+            same = "reproduces the run's final.db" if self.run.final_matches() else \
+                "differs from the run's final.db (time-dependent values)"
+        except (sqlite3.Error, OSError, ValueError):
+            same = "cannot be compared with the run's final.db (it is not a database awm can read)"
         self.state(f"{steps_text(len(self.run.steps))} · stop: {self.run.stop_reason} · re-execution {same} · "
                    "←/→ or j/k step")
         if self.is_attached:
@@ -112,7 +128,8 @@ class ReplayScreen(Screen):
             self.query_one("#step-text", Static).update(Text(visible(
                 f"0 steps: this run recorded no turn (stop reason: {self.run.stop_reason or 'none: not finished'})"),
                 style="bold"))
-            self.query_one("#step-diff", DiffView).show(self.run.final_diff(), "Database changes (the run's final.db)")
+            diff, error = diff_or_error(self.run.final_diff)
+            self.query_one("#step-diff", DiffView).show(diff, "Database changes (the run's final.db)", error)
             return
         self.current = max(0, min(index, len(self.run.steps) - 1))
         s = self.run.steps[self.current]
@@ -139,8 +156,8 @@ class ReplayScreen(Screen):
         if s.is_final:
             parts.append(Text("\n(final answer)", style="bold"))
         self.query_one("#step-text", Static).update(Group(*parts))
-        diff = self.run.diff_at(self.current) if self.run.states else None
-        self.query_one("#step-diff", DiffView).show(diff, f"After step {self.current}", self.rebuild_error)
+        diff, error = diff_or_error(lambda: self.run.diff_at(self.current)) if self.run.states else (None, None)
+        self.query_one("#step-diff", DiffView).show(diff, f"After step {self.current}", error or self.rebuild_error)
         steps = self.query_one("#steps", OptionList)
         if steps.highlighted != self.current:
             steps.highlighted = self.current
