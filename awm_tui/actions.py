@@ -63,7 +63,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.tasks", "show_tab('tasks')", "5", "Tasks", "environment", show=False),
     ActionSpec("data.next_page", "next_page", "n,pagedown", "Next page", "environment", show=False),
     ActionSpec("data.prev_page", "prev_page", "p,pageup", "Previous page", "environment", show=False),
-    ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False),
+    # priority: the query typed right after ctrl+e lands in the box (not in the pane that had the focus); in the
+    # box, ctrl+e is still its End key (screens/environment.py)
+    ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False, priority=True),
     ActionSpec("tools.source", "toggle_source", "ctrl+s", "Handler source", "environment", show=False),
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),

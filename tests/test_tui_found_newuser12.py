@@ -1,0 +1,33 @@
+"""Found by a new user (newuser12): each item with a Pilot test that failed before its fix. Tests wait on
+conditions, never on fixed pauses; keys are queued at full speed with ``burst``."""
+from __future__ import annotations
+
+from test_tui_play_typing import burst, wait_until
+from textual.widgets import Input, Static
+
+from awm_tui.app import AwmApp
+from awm_tui.screens.environment import EnvironmentScreen
+
+SIZE = (120, 36)
+
+
+def _text(widget) -> str:
+    return str(widget.render())
+
+
+async def test_sql_typed_right_after_ctrl_e_lands_in_the_sql_box(tmp_path):
+    """ctrl+e then a query typed at once: the letters went to the pane that had the focus before ctrl+e (and were
+    lost), and enter ran nothing; they land in the SQL box, and enter runs the query."""
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.open_environment("pinecrest_online_store")
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen) and app.screen.db_path is not None)
+        screen = app.screen
+        burst(app, ["ctrl+e", *"select count(*) as n from orders", "enter"])
+        await wait_until(pilot, lambda: "query: 1 rows" in _text(screen.query_one("#data-status", Static)))
+        assert screen.query_one("#sql", Input).value == "select count(*) as n from orders"
+        # ctrl+e in the box is still its End key
+        burst(app, ["home", "ctrl+e", "x"])
+        await wait_until(pilot, lambda: screen.query_one("#sql", Input).value.endswith("x"))
+        assert screen.query_one("#sql", Input).value == "select count(*) as n from ordersx"
