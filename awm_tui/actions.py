@@ -113,7 +113,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True, footer="Previous"),
     ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay", footer="Verdict"),
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
-    ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals"),
+    # priority, and the focus moves at once: the arrows and enter typed right after ctrl+o are the rollouts'
+    ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals", priority=True),
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
     ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals",
                footer="Columns"),

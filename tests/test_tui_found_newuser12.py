@@ -59,3 +59,26 @@ async def test_replay_steps_typed_at_once_settle_on_the_last_one(tmp_path):
         await pilot.pause()  # until every message is handled (it timed out: the swing never ended)
         assert screen.current == last and screen.query_one("#steps", OptionList).highlighted == last
         assert shown == list(range(1, last + 1))
+
+
+async def test_rollout_keys_typed_right_after_ctrl_o_open_that_rollout(tmp_path):
+    """In the evaluation dashboard, ctrl+o ↓ ↓ enter typed at once: the arrows and enter went to the runs list
+    (focused before ctrl+o) and nothing opened; they move in the rollouts and enter replays the third one."""
+    import asyncio
+
+    from awm_engine.cli import main as awm
+    from awm_tui.screens.replay import ReplayScreen
+
+    out = tmp_path / "eval" / "oracle"
+    args = ["eval", "run", "--policy", "oracle", "--scenario", "maple_library_lending", "-k", "1", "--concurrency",
+            "1", "--workers", "1", "--out", str(out), "--quiet"]
+    assert await asyncio.to_thread(awm, args) == 0
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.open_evaluations(out)
+        await wait_until(pilot, lambda: app.screen.query("#rollout-table")
+                         and app.screen.query_one("#rollout-table").row_count >= 3)
+        burst(app, ["ctrl+o", "down", "down", "enter"])
+        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.run.states)
+        assert app.screen.run.task_id == 2
