@@ -82,3 +82,33 @@ async def test_rollout_keys_typed_right_after_ctrl_o_open_that_rollout(tmp_path)
         burst(app, ["ctrl+o", "down", "down", "enter"])
         await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.run.states)
         assert app.screen.run.task_id == 2
+
+
+async def test_tau2_tab_keys_focus_the_tab_and_show_its_first_item(tmp_path):
+    """A τ² domain's 2/4/5 switched the tab but left the focus where it was: the detail pane stayed empty, ↓ did not
+    move in the list, and ctrl+g played a task nothing showed (index 0). As in an AWM environment, the tab's list
+    gets the focus and shows its highlighted item; ↓ moves to the next. The task list's summaries that are cut end
+    in … (an order id cut silently read as a whole one)."""
+    from awm_engine.bench.tau2.data import Tau2Data
+    from awm_tui.screens.tau2 import Tau2Screen
+    from tests.test_tau2_domains import FIXTURE
+    from tests.test_tui_tau2 import text_of
+    from textual.widgets import OptionList
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=Tau2Data(FIXTURE))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.open_environment("tau2_airline")
+        await wait_until(pilot, lambda: isinstance(app.screen, Tau2Screen) and app.screen.query("#tau2-task-list"))
+        screen = app.screen
+        tasks = screen.scenario.tau2_tasks
+        burst(app, ["5", "down"])
+        await wait_until(pilot, lambda: screen.query_one("#tau2-task-list", OptionList).highlighted == 1)
+        assert app.focused is screen.query_one("#tau2-task-list", OptionList)
+        await wait_until(pilot, lambda: tasks[1].id in text_of(screen.query_one("#tau2-task-detail", Static)))
+        assert screen._selected_task() is tasks[1]
+        burst(app, ["4"])
+        await wait_until(pilot, lambda: text_of(screen.query_one("#tau2-tool-detail", Static)).strip())
+        for i, task in enumerate(tasks):
+            label = str(screen.query_one("#tau2-task-list", OptionList).get_option_at_index(i).prompt)
+            assert len(task.summary) <= 28 or "…" in label
