@@ -33,7 +33,9 @@ class ActionSpec:
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.quit", "quit", "ctrl+q", "Quit", "app", priority=True),
     ActionSpec("app.help", "help", "f1,question_mark", "Keys", "app", key_display="?"),
-    ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False),
+    # priority: the palette opens as the key is read, so the letters typed right after it are its search's (they
+    # went to the screen below: r reversed the catalog, the rest were lost, and enter ran the palette's first entry)
+    ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False, priority=True),
     # the catalog's keys are read as the app reads them (priority), so none overtakes another typed before it: the
     # letters typed right after / land in the search box, the keys typed right after enter or esc in it land in
     # the list (screens/catalog.py moves the focus at once); in the search box s, r and the arrows are typed

@@ -112,3 +112,22 @@ async def test_tau2_tab_keys_focus_the_tab_and_show_its_first_item(tmp_path):
         for i, task in enumerate(tasks):
             label = str(screen.query_one("#tau2-task-list", OptionList).get_option_at_index(i).prompt)
             assert len(task.summary) <= 28 or "…" in label
+
+
+async def test_letters_typed_right_after_ctrl_p_are_the_palettes_search(tmp_path):
+    """ctrl+p then "open: pinecr" enter typed at once: the letters went to the catalog below the palette opening (r
+    reversed its sort, the rest were lost) and enter ran the palette's first entry; they are the palette's search,
+    and enter opens that environment."""
+    from textual.command import CommandPalette
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        catalog = app.screen
+        burst(app, ["ctrl+p", *"open: pinecr"])
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                         and app.screen.query_one(Input).value == "open: pinecr")
+        assert not catalog.sort_reverse  # the r of "pinecr" is the search's, not the catalog's reverse
+        burst(app, ["enter"])
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        assert app.screen.scenario.key == "pinecrest_online_store"
