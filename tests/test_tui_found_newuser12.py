@@ -129,5 +129,5 @@ async def test_letters_typed_right_after_ctrl_p_are_the_palettes_search(tmp_path
                          and app.screen.query_one(Input).value == "open: pinecr")
         assert not catalog.sort_reverse  # the r of "pinecr" is the search's, not the catalog's reverse
         burst(app, ["enter"])
-        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen) and app.screen.db_path is not None)
         assert app.screen.scenario.key == "pinecrest_online_store"
