@@ -33,7 +33,9 @@ class ActionSpec:
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.quit", "quit", "ctrl+q", "Quit", "app", priority=True),
     ActionSpec("app.help", "help", "f1,question_mark", "Keys", "app", key_display="?"),
-    ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False),
+    # priority: the palette opens as the key is read, so the letters typed right after it are its search's (they
+    # went to the screen below: r reversed the catalog, the rest were lost, and enter ran the palette's first entry)
+    ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False, priority=True),
     # the catalog's keys are read as the app reads them (priority), so none overtakes another typed before it: the
     # letters typed right after / land in the search box, the keys typed right after enter or esc in it land in
     # the list (screens/catalog.py moves the focus at once); in the search box s, r and the arrows are typed
@@ -63,7 +65,9 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("env.tasks", "show_tab('tasks')", "5", "Tasks", "environment", show=False),
     ActionSpec("data.next_page", "next_page", "n,pagedown", "Next page", "environment", show=False),
     ActionSpec("data.prev_page", "prev_page", "p,pageup", "Previous page", "environment", show=False),
-    ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False),
+    # priority: the query typed right after ctrl+e lands in the box (not in the pane that had the focus); in the
+    # box, ctrl+e is still its End key (screens/environment.py)
+    ActionSpec("data.sql", "focus_sql", "ctrl+e", "SQL", "environment", show=False, priority=True),
     ActionSpec("tools.source", "toggle_source", "ctrl+s", "Handler source", "environment", show=False),
     ActionSpec("env.play", "play_task", "ctrl+g", "Play task", "environment"),
     ActionSpec("env.rollout", "rollout_task", "ctrl+l", "Live rollout", "environment"),
@@ -111,7 +115,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("replay.prev", "step(-1)", "left,k", "Previous step", "replay", priority=True, footer="Previous"),
     ActionSpec("replay.verdict", "show_verdict", "v", "Steps / verdict", "replay", footer="Verdict"),
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
-    ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals"),
+    # priority, and the focus moves at once: the arrows and enter typed right after ctrl+o are the rollouts'
+    ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals", priority=True),
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
     ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals",
                footer="Columns"),

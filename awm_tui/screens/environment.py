@@ -384,8 +384,12 @@ class EnvironmentScreen(Screen):
             self.load_page()
 
     def action_focus_sql(self) -> None:
+        box = self.query_one("#sql", Input)
+        if box.has_focus:  # the binding is read before the box: its own ctrl+e (End)
+            box.action_end()
+            return
         self.action_show_tab("data")
-        self.query_one("#sql", Input).focus()
+        self.set_focus(box, scroll_visible=False)  # now: the keys after ctrl+e are the box's
 
     # -- tools and tasks ------------------------------------------------------------------------
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -302,7 +302,7 @@ class EvalScreen(Screen):
                 self.notify(f"{event.key} has no run directory (it failed before starting)", severity="warning")
 
     def action_focus_rollouts(self) -> None:
-        self.query_one("#rollout-table", VirtualTable).focus()
+        self.set_focus(self.query_one("#rollout-table", VirtualTable))  # now: the keys after ctrl+o are the table's
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_grouping":  # only an MCP-Universe run has two column sets

@@ -163,6 +163,10 @@ class ReplayScreen(Screen):
             steps.highlighted = self.current
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        # a highlight the list has already moved on from (→ typed again before it arrived) is not followed: it
+        # would move the replay back, whose own highlight would move it forward again, for ever
+        if event.option_list.highlighted != event.option_index:
+            return
         if event.option_list.id == "steps" and int(event.option.id) != self.current:
             self.show_step(int(event.option.id))
 

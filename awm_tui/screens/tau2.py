@@ -173,6 +173,15 @@ def data_preview(dbs: dict[str, Any], collections: list) -> Group:
     return Group(*parts)
 
 
+TAU2_TAB_FOCUS = {"overview": "#overview-scroll", "schema": "#tau2-table-list", "data": "#data-scroll",
+                  "tools": "#tau2-tool-list", "tasks": "#tau2-task-list"}  # the widget each tab's number key focuses
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, ending in … when it is longer (an order id cut silently read as another)."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 class Tau2Screen(Screen):
     """One τ² domain, in the environment screen's tabs (keys 1–5, ctrl+g play as the agent, ctrl+l watch a model,
     ctrl+u play as the user)."""
@@ -225,7 +234,7 @@ class Tau2Screen(Screen):
         self.query_one("#tau2-tool-list", OptionList).add_options(
             [Option(visible(f"{who:<5} {t['name']}"), id=str(i)) for i, (who, t) in enumerate(self.tools)])
         self.query_one("#tau2-task-list", OptionList).add_options(
-            [Option(visible(f"{t.id[:28]:<28} {t.summary[:28]}"), id=str(i))
+            [Option(visible(f"{cut(t.id, 28):<28} {cut(t.summary, 28)}"), id=str(i))
              for i, t in enumerate(self.scenario.tau2_tasks)])
         self.load_databases()
 
@@ -349,6 +358,12 @@ class Tau2Screen(Screen):
 
     # -- actions ----------------------------------------------------------------------------------------------
     def action_show_tab(self, tab: str) -> None:
+        """As an AWM environment's: the tab's main widget gets the focus (so ↓ moves in its list at once), and a
+        list shows its highlighted item (the first, until another is), the one ctrl+g / ctrl+u play."""
+        target = self.query_one(TAU2_TAB_FOCUS[tab])
+        if isinstance(target, OptionList) and target.highlighted is None and target.option_count:
+            target.highlighted = 0
+        self.set_focus(target, scroll_visible=False)
         self.query_one(TabbedContent).active = tab
 
     def action_back(self) -> None:
