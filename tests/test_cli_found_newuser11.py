@@ -225,3 +225,24 @@ def test_a_server_that_cannot_start_points_at_its_output(tmp_path):
     log = run_dir / "servers" / "w.log"
     assert f"(its output: {log})" in message
     assert "no such module: weather_api" in log.read_text()
+
+
+def test_gen_status_of_downloaded_data_is_finished(tmp_path, capsys):
+    """AWM data as downloaded has rows and no events: a scenario whose every task has a verifier row is finished
+    (it was 'verifier pending', and the TUI would not open it from the generation screen); one with a task left
+    without a verifier is not."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_envs", data)
+    assert main(["gen", "status", str(data), "--json"]) == 0
+    finished = {s["scenario"]: s["finished"] for s in json.loads(capsys.readouterr().out)["scenarios"]}
+    assert finished and all(finished.values()), finished
+    rows = (data / "gen_verifier.jsonl").read_text().splitlines()
+    dropped = json.loads(rows[0])
+    (data / "gen_verifier.jsonl").write_text("\n".join(rows[1:]) + "\n")
+    assert main(["gen", "status", str(data), "--json"]) == 0
+    scenarios = {s["scenario"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
+    left = scenarios[dropped["scenario"]]
+    assert not left["finished"] and left["stages"]["verifier"]["state"] == "pending"
+    assert all(s["finished"] for k, s in scenarios.items() if k != dropped["scenario"])
