@@ -294,3 +294,28 @@ async def test_an_environment_left_while_its_database_was_built_is_not_filled_in
         await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
         await pilot.pause()
         assert app.is_running and app.screen is catalog
+
+
+async def test_a_database_ready_as_the_environment_is_being_left_fills_nothing(tmp_path):
+    """Under load, the build's call back can arrive while the screen is being left: still attached, its widgets
+    already removed. It raised NoMatches('#data-tables') in a worker and stopped the app (seen in a whole-suite run
+    under two CPU hogs, typing in and out of environments at full speed); it now fills nothing."""
+    from awm_engine.db.templates import TemplateCache
+    from awm_tui.screens.catalog import CatalogScreen
+    from awm_tui.screens.environment import EnvironmentScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, CatalogScreen) and app.screen.rows)
+        app.open_environment("maple_library_lending")
+        await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
+        screen = app.screen
+        await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
+        path, report = TemplateCache().get(screen.scenario)
+        await screen.query_one("#data-tables").remove()  # as the screen's removal does, before the screen goes
+        await screen.query_one("#data-status").remove()
+        assert screen.is_attached
+        screen._database_ready(path, report)
+        screen._data_status("late")
+        await pilot.pause()
+        assert app.is_running and app.screen is screen

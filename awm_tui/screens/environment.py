@@ -292,11 +292,13 @@ class EnvironmentScreen(Screen):
         self.app.call_from_thread(self._database_ready, path, report)
 
     def _data_status(self, text: str | Text) -> None:
-        if self.is_attached:
+        if self.is_attached and self.query("#data-status"):
             self.query_one("#data-status", Static).update(text)
 
     def _database_ready(self, path, report) -> None:
-        if not self.is_attached:  # the build finished after the screen was left: nothing to fill, nothing to read
+        # the build finished after the screen was left (or while it is being left: still attached, its widgets
+        # already gone, as when esc is typed right after enter on a busy machine): nothing to fill, nothing to read
+        if not self.is_attached or not self.query("#data-tables"):
             return
         self.db_path = path
         options = self.query_one("#data-tables", OptionList)
