@@ -310,7 +310,8 @@ async def test_a_database_ready_as_the_environment_is_being_left_fills_nothing(t
         app.open_environment("maple_library_lending")
         await wait_until(pilot, lambda: isinstance(app.screen, EnvironmentScreen))
         screen = app.screen
-        await wait_until(pilot, lambda: all(w.is_finished for w in screen.workers))
+        await wait_until(pilot, lambda: getattr(screen, "db_path", None) is not None and screen.query("#data-tables")
+                         and all(w.is_finished for w in screen.workers))
         path, report = TemplateCache().get(screen.scenario)
         await screen.query_one("#data-tables").remove()  # as the screen's removal does, before the screen goes
         await screen.query_one("#data-status").remove()
