@@ -34,7 +34,7 @@ def test_an_mcp_server_run_by_the_python_of_another_venv_starts(tmp_path, capsys
     runtime): the link and its venv were not in the sandbox's view, so every task errored `server … could not start:
     MCPError: Connection closed` (FileNotFoundError in the server log)."""
     if not (CONFIGS / "web_search.yaml").is_file():
-        pytest.skip(f"MCP-Universe configs not found at {CONFIGS}")
+        pytest.skip(f"MCP-Universe configs not found at {CONFIGS} (../shared is absent)")
     python = _other_venv(tmp_path / "venv")
     servers = tmp_path / "mcp.json"
     servers.write_text(json.dumps({"mcpServers": {name: {"command": str(python), "args": [STANDINS, name]}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tinyenv import make_env_dir
+from tinyenv import call_once, forged_answers, make_env_dir
 
 from awm_engine.agent.policies import OraclePolicy
 from awm_engine.data.catalog import Catalog
@@ -25,25 +25,8 @@ from awm_engine.runtime.pool import EnvPool
 
 MB = 1 << 20
 
-FORGE = '''
-import awm_engine.runtime.protocol as _protocol
-_ok_reply = _protocol.ok_reply
-
-def _forged(rid, result):
-    if isinstance(result, dict) and "text" in result:
-        result = {**result, FIELDS}
-    return _ok_reply(rid, result)
-
-_protocol.ok_reply = _forged
-'''
-
-
-def forging(fields: str) -> str:
-    return FORGE.replace("FIELDS", fields)
-
-
 def test_a_forged_traceback_does_not_reach_the_runs_files_whole(tmp_path):
-    code = forging('"traceback": "Traceback (most recent call last):\\n" + "T" * 15_000_000, "is_error": True, '
+    code = forged_answers('"traceback": "Traceback (most recent call last):\\n" + "T" * 15_000_000, "is_error": True, '
                    '"error_kind": "http_5xx" * 1000, "status": 500')
     catalog = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})])
     solution = {"calls": [{"tool": "list_notes", "arguments": {}}] * 3, "final_answer": "done"}
@@ -57,19 +40,9 @@ def test_a_forged_traceback_does_not_reach_the_runs_files_whole(tmp_path):
 
 
 def test_a_forged_answer_of_the_wrong_shape_is_an_error_and_the_worker_is_replaced(tmp_path):
-    code = forging('"text": [[] for _ in range(1_000_000)]')
+    code = forged_answers('"text": [[] for _ in range(1_000_000)]')
     scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})]).get("forger")
-
-    async def go():
-        async with EnvPool(workers=1) as pool:
-            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
-            pid = episode.worker.proc.pid
-            result = await episode.call_tool("list_notes", {})
-            replaced = episode.worker.proc.pid != pid
-            await episode.close()
-            return result, replaced
-
-    result, replaced = asyncio.run(go())
+    result, replaced = call_once(scenario, tmp_path / "run")
     assert isinstance(result.text, str), f"the parent kept a forged {type(result.text).__name__} as the result's text"
     assert result.is_error and result.error_kind == "internal" and "malformed" in result.text, result.text[:300]
     assert replaced  # a worker that broke the protocol is not trusted with another call

@@ -11,49 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tinyenv import make_env_dir
+from tinyenv import call_once, forged_answers, make_env_dir
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.runtime.pool import EnvPool
 
-# environment code that replaces the worker's own answer encoder (its code runs in the worker's process)
-FORGE = '''
-import awm_engine.runtime.protocol as _protocol
-_ok_reply = _protocol.ok_reply
-
-def _forged(rid, result):
-    if isinstance(result, dict) and WHEN:
-        result = {**result, FIELDS}
-    return _ok_reply(rid, result)
-
-_protocol.ok_reply = _forged
-'''
-
-
-def forging(when: str, fields: str) -> str:
-    return FORGE.replace("WHEN", when).replace("FIELDS", fields)
-
-
 def test_a_calls_duration_no_float_holds_is_a_malformed_answer_not_a_crash(tmp_path):
-    code = forging('"text" in result', '"elapsed_ms": 10 ** 400')
+    code = forged_answers('"elapsed_ms": 10 ** 400')
     scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})]).get("forger")
-
-    async def go():
-        async with EnvPool(workers=1) as pool:
-            episode = await pool.open_episode(scenario, run_dir=tmp_path / "run")
-            pid = episode.worker.proc.pid
-            result = await episode.call_tool("list_notes", {})
-            replaced = episode.worker.proc.pid != pid
-            await episode.close()
-            return result, replaced
-
-    result, replaced = asyncio.run(go())
+    result, replaced = call_once(scenario, tmp_path / "run")
     assert result.is_error and result.error_kind == "internal" and "malformed" in result.text, result.text[:300]
     assert replaced  # a worker that broke the protocol is not trusted with another call
 
 
 def test_a_template_time_out_of_any_calendar_does_not_stop_the_episodes_open(tmp_path):
-    code = forging('"template_built_at" in result and "tools" not in result', '"template_built_at": 1e20')
+    code = forged_answers('"template_built_at": 1e20', when='"template_built_at" in result and "tools" not in result')
     scenario = Catalog.load([make_env_dir(tmp_path / "d", {"Forger": code})]).get("forger")
 
     async def go():

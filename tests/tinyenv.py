@@ -191,3 +191,40 @@ def grow():
     session.close()
     return {{"grown": {megabytes}}}
 '''
+
+
+FORGE_ANSWER = '''
+import awm_engine.runtime.protocol as _protocol
+_ok_reply = _protocol.ok_reply
+
+def _forged(rid, result):
+    if isinstance(result, dict) and WHEN:
+        result = {**result, FIELDS}
+    return _ok_reply(rid, result)
+
+_protocol.ok_reply = _forged
+'''
+
+
+def forged_answers(fields: str, when: str = '"text" in result') -> str:
+    """Environment code that replaces the worker's own answer encoder (its code runs in the worker's process): the
+    answers ``when`` holds get ``fields`` added (a dict display's items, as source)."""
+    return FORGE_ANSWER.replace("WHEN", when).replace("FIELDS", fields)
+
+
+def call_once(scenario, run_dir: Path, tool: str = "list_notes"):
+    """One call of ``tool`` in a fresh pool's episode: its result, and whether the worker was replaced by it."""
+    import asyncio
+
+    from awm_engine.runtime.pool import EnvPool
+
+    async def go():
+        async with EnvPool(workers=1) as pool:
+            episode = await pool.open_episode(scenario, run_dir=run_dir)
+            pid = episode.worker.proc.pid
+            result = await episode.call_tool(tool, {})
+            replaced = episode.worker.proc.pid != pid
+            await episode.close()
+            return result, replaced
+
+    return asyncio.run(go())
