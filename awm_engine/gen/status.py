@@ -118,14 +118,15 @@ def _stage_of(name: str) -> str:
     return "verifier" if str(name).startswith("verifier") else str(name)
 
 
-def _verifiers_on_disk(store: GenStore, config: dict[str, Any], by_key: dict[str, ScenarioStatus]) -> None:
+def _verifiers_on_disk(store: GenStore, config: dict[str, Any], by_key: dict[str, ScenarioStatus],
+                       task_rows: list[dict[str, Any]]) -> None:
     """A scenario whose every task has a verifier row in each configured mode's file (``sql`` when no config says
     otherwise) has its verifier stage done, events or not: AWM-1K as downloaded has rows and no events. (Only the
     events tell a verifier that passed its checks from one kept after its attempts ran out.)"""
     setting = config.get("verifier_mode")
     modes = ["sql", "code"] if setting == "both" else [setting if setting in ("sql", "code") else "sql"]
     tasks: dict[str, int] = {}
-    for row in store.rows("task"):
+    for row in task_rows:
         listed = row.get("tasks")
         if isinstance(listed, list):
             tasks[normalize_scenario_name(str(row.get("scenario", "")))] = len(listed)
@@ -203,12 +204,16 @@ def load_status(out: Path | str) -> GenStatus:
         elif kind not in ("stage", "problems", "internal_error"):
             skipped += 1
     # rows on disk are the truth about what finished (events may be missing after a kill)
+    task_rows: list[dict[str, Any]] = []
     for stage in ("task", "db", "sample", "spec", "env"):
-        for row in store.rows(stage):
+        rows = store.rows(stage)
+        if stage == "task":
+            task_rows = rows
+        for row in rows:
             status = by_key.get(normalize_scenario_name(str(row.get("scenario", ""))))
             if status is not None and status.cells[stage].state in ("pending", "running"):
                 status.cells[stage].state = "done"
-    _verifiers_on_disk(store, config, by_key)
+    _verifiers_on_disk(store, config, by_key, task_rows)
     warning = None
     version = config.get("format_version", 1)
     if not isinstance(version, int) or version > GEN_FORMAT_VERSION:

@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, endpoint_names, load_config, resolve_endpoint
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, LLMPolicy, NativeCall
-from awm_engine.bench.tau2.data import DOMAINS, Tau2Data
+from awm_engine.bench.tau2.data import DOMAINS, DatabaseMissing, Tau2Data
 from awm_engine.bench.tau2.doctor import diagnose as diagnose_domain
 from awm_engine.bench.tau2.doctor import quick_diagnosis
 from awm_engine.bench.tau2.episode import DomainCatalog, DomainScenario
@@ -282,8 +282,6 @@ class Tau2Screen(Screen):
     @work(thread=True, exclusive=True, group="tau2-db")
     def load_databases(self) -> None:
         quick = quick_diagnosis(self.scenario)
-        problem = self.domain.db_problem() or ""
-        self.app.call_from_thread(self._checked, quick, problem)
         try:
             dbs = {"db": self.domain.fresh_db()}
             if self.domain.name == "telecom":
@@ -293,8 +291,11 @@ class Tau2Screen(Screen):
             counts = [len(c.records(getattr(dbs[c.db_name], c.field))) for c in collections]
             preview = data_preview(dbs, collections)
         except Exception as exc:  # noqa: BLE001 - shown in place of the tables
+            # this load is the database's check too (``db_problem`` would load and validate it once more)
+            self.app.call_from_thread(self._checked, quick, str(exc) if isinstance(exc, DatabaseMissing) else "")
             self.app.call_from_thread(self._databases_failed, str(exc))
             return
+        self.app.call_from_thread(self._checked, quick, "")
         self.app.call_from_thread(self._databases_loaded, dbs, collections, counts, preview)
 
     def _checked(self, quick: Any, problem: str) -> None:
