@@ -189,7 +189,7 @@ class EnvironmentScreen(Screen):
             self.notify(escape(visible(f"{type(exc).__name__}: {exc}")), title="awm env doctor", severity="error")
         finally:
             self.diagnosing = False
-            if self.is_attached:
+            if not self.left():
                 self.query_one("#overview-body", Static).update(self.overview())
 
     # -- schema -------------------------------------------------------------------------------
@@ -291,14 +291,19 @@ class EnvironmentScreen(Screen):
             return
         self.app.call_from_thread(self._database_ready, path, report)
 
+    LATE_FILLED = ("overview-body", "data-tables", "data-status", "data-grid")  # what callbacks and workers fill
+
+    def left(self) -> bool:
+        """The screen was left, or is being left: a callback or worker that ends now fills nothing. Still attached
+        is not enough: a screen being removed loses its widgets first (esc right after enter, a busy machine)."""
+        return not self.is_attached or not all(self.query(f"#{part}") for part in self.LATE_FILLED)
+
     def _data_status(self, text: str | Text) -> None:
-        if self.is_attached and self.query("#data-status"):
+        if not self.left():
             self.query_one("#data-status", Static).update(text)
 
     def _database_ready(self, path, report) -> None:
-        # the build finished after the screen was left (or while it is being left: still attached, its widgets
-        # already gone, as when esc is typed right after enter on a busy machine): nothing to fill, nothing to read
-        if not self.is_attached or not self.query("#data-tables"):
+        if self.left():  # the build finished after the screen was left, or as it goes: nothing to fill, nothing to read
             return
         self.db_path = path
         options = self.query_one("#data-tables", OptionList)
@@ -331,7 +336,7 @@ class EnvironmentScreen(Screen):
         deadline = Deadline(seconds)
         total = await self._in_thread(deadline, sql_box.count_rows, self.db_path, table, seconds=seconds)
         result = await self._in_thread(deadline, sql_box.table_page, self.db_path, table, page, PAGE, seconds=seconds)
-        if not self.is_attached:  # left meanwhile (a worker started as the screen went is not cancelled with it)
+        if self.left():  # left meanwhile (a worker started as the screen went is not cancelled with it)
             return
         if result.error is not None:
             self._data_status(Text(f"{visible(table)}: {result.error}", style="red"))
@@ -361,7 +366,7 @@ class EnvironmentScreen(Screen):
         self._data_status(f"running… (a new query cancels this one; stopped after {seconds:g}s)")
         # read-only, the deadline over preparing, executing and fetching, every value and the result size capped
         result = await self._in_thread(deadline, sql_box.run_query, self.db_path, sql, seconds=seconds)
-        if not self.is_attached:
+        if self.left():
             return
         if result.error is None and deadline.expired():  # the rendering is inside the deadline too
             result.error = f"stopped after {seconds:g}s (the SQL box's deadline)"
