@@ -72,8 +72,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["env"] or argv[:2] == ["--unsafe-no-sandbox", "env"]:  # before the imports below (~0.25 s)
+    if argv is None:  # this process's program (not a call from another): ``awm env serve`` may exec (lean_handoff)
+        argv = sys.argv[1:]
+        from awm_engine.runtime.lean_handoff import PROCESS_ENTRY
+
+        PROCESS_ENTRY.append(True)
+    resuming = "AWM_SERVE_STATE_FD" in os.environ  # ``awm env serve`` taking its episode back: nothing to prepare
+    if (argv[:1] == ["env"] or argv[:2] == ["--unsafe-no-sandbox", "env"]) and not resuming:  # (~0.25 s ahead)
         from awm_engine.cli.serve_early import prepare
 
         prepare(argv)

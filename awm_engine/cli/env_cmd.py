@@ -38,7 +38,7 @@ from awm_engine.runtime.envcode import rewrite_code
 from awm_engine.runtime.episode import DEFAULT_CALL_TIMEOUT, DEFAULT_SCHEMA_CHECK, SCHEMA_CHECKS, EnvLoadError
 from awm_engine.runtime.pool import EnvPool, wait_for_exit
 from awm_engine.runtime.protocol import WorkerError
-from awm_engine.sandbox.host import protections
+from awm_engine.sandbox.host import harden_parent, protections
 
 
 def register(verbs) -> None:
@@ -149,60 +149,76 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: int, listener: Any,
-                    result_cap: int | None) -> int:
+                    result_cap: int | None, resumed: dict | None = None) -> int:
+    """Serve one episode until stopped. ``resumed``: the state the lean front handed back (``lean_handoff``): the
+    episode is taken back as it is, then served by this process's front or (``why`` = ``stop``) closed."""
     import gc
 
+    from awm_engine.runtime import lean_handoff
     from awm_engine.runtime.heap import trim as trim_heap
     from awm_engine.runtime.mcp_server import HOST, MCP_PATH, CallsLog, ServeFront, app_title, extras_enabled
 
-    out.mkdir(parents=True, exist_ok=True)
-    out = out.resolve()
-    token = args.token or os.environ.get("AWM_SERVE_TOKEN")
-    if token == "auto":
-        token = secrets.token_urlsafe(24)
-        if not args.stdio:
-            stderr.print(f"bearer token: {token}", markup=False)
+    session_facts = resumed["engine_state"]["session"] if resumed else None
+    if resumed is None:
+        out.mkdir(parents=True, exist_ok=True)
+        out = out.resolve()
+        token = args.token or os.environ.get("AWM_SERVE_TOKEN")
+        if token == "auto":
+            token = secrets.token_urlsafe(24)
+            if not args.stdio:
+                stderr.print(f"bearer token: {token}", markup=False)
+    else:
+        token = resumed["front"]["token"]
     # one episode for the server's life: no spare sandbox kept beside it (~70 MB); the worker answers MCP itself
     pool = EnvPool(workers=1, spares=0, call_timeout=args.timeout, workdir=out / ".awm", log_path=out / "server.log",
                    schema_check=args.protocol, templates=templates_from_args(args), serve_channel=True, warm=True)
     calls = CallsLog(out / "calls.jsonl")
-    try:
-        await pool.start(warm_for=scenario)
-        try:
-            episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
-        except EnvLoadError as exc:
-            raise CliError(str(exc), 1) from None
-        (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
-        url = None if args.stdio else f"http://{HOST}:{port}{MCP_PATH}"
-        spec = {"name": app_title(scenario.code), "timeout": args.timeout, "result_cap": result_cap,
-                "extras": extras_enabled(), "port": None if args.stdio else port, "token": token}
-        restarted = asyncio.Event()
-        front = ServeFront(episode.worker, None if args.stdio else port, token)
-        started = time.time()
+    restarted = asyncio.Event()
 
-        def on_event(msg: dict) -> None:
-            if msg.get("event") == "call":
-                calls.write(msg.get("record"))
-                if msg.get("stuck"):  # a handler would not stop: a new worker takes over (its sessions are lost)
-                    restarted.set()
+    def on_event(msg: dict) -> None:
+        if msg.get("event") == "call":
+            calls.write(msg.get("record"))
+            if msg.get("stuck"):  # a handler would not stop: a new worker takes over (its sessions are lost)
+                restarted.set()
+
+    try:
+        if resumed is None:
+            await pool.start(warm_for=scenario)
+            try:
+                episode = await pool.open_episode(scenario, run_dir=out, task_idx=args.task)
+            except EnvLoadError as exc:
+                raise CliError(str(exc), 1) from None
+            (out / "server_code.py").write_text(rewrite_code(scenario.code or "", str(episode.final_db), HOST, port))
+            started = time.time()
+        else:
+            calls.left = resumed["calls"]["left"]
+            episode, listener = await lean_handoff.readopt(pool, scenario, resumed, on_event)
+            started = session_facts["started"]
+        url = None if args.stdio else f"http://{HOST}:{port}{MCP_PATH}"
+        spec = {"name": app_title(scenario.code) if scenario else "", "timeout": args.timeout,
+                "result_cap": result_cap, "extras": extras_enabled(), "port": None if args.stdio else port,
+                "token": token}
+        front = ServeFront(episode.worker, None if args.stdio else port, token)
+
+        def session_record(restarts: int) -> dict:
+            return {"scenario": scenario.key, "task_id": args.task,
+                    "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
+                    "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
+                    "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
+                    "template": episode.template, "started": started,
+                    # the worker: taken ready from the warm service (runtime.warm), or started by this server
+                    "worker": "warm" if episode.worker.lease is not None else "own",
+                    # taken with the scenario's module already loaded (a spare bound ahead: runtime.warm)
+                    "worker_bound": bool(getattr(episode.worker.lease, "bound", False)),
+                    "worker_pid": episode.worker.proc.pid, "worker_restarts": restarts,
+                    # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
+                    # layer)
+                    "sandbox": protections().to_dict()}
 
         def write_session(restarts: int) -> None:
             """``session.json``, written once the episode is served, again after each worker replacement (the
             databases' live paths and the worker change)."""
-            session = {"scenario": scenario.key, "task_id": args.task,
-                       "task": scenario.tasks[args.task] if args.task is not None else None, "url": url,
-                       "transport": "stdio" if args.stdio else "http", "initial_db": str(episode.initial_db),
-                       "final_db": str(episode.final_db), "tools": len(episode.tools), "protocol": args.protocol,
-                       "template": episode.template, "started": started,
-                       # the worker: taken ready from the warm service (runtime.warm), or started by this server
-                       "worker": "warm" if episode.worker.lease is not None else "own",
-                       # taken with the scenario's module already loaded (a spare bound ahead: runtime.warm)
-                       "worker_bound": bool(getattr(episode.worker.lease, "bound", False)),
-                       "worker_pid": episode.worker.proc.pid, "worker_restarts": restarts,
-                       # which protections held (and whether --unsafe-no-sandbox let it run without the namespace
-                       # layer)
-                       "sandbox": protections().to_dict()}
-            _write_session(out, session)
+            _write_session(out, session_record(restarts))
 
         async def start_serving(restarts: int = 0) -> None:
             episode.worker.on_event = on_event
@@ -212,20 +228,34 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
 
         tasks: list[asyncio.Task] = []
         try:
-            await start_serving()
             _SERVED.append(out)
-            # what loading the catalog, the template and the worker allocated is garbage now: give it back
-            gc.collect()
-            trim_heap()
-            stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}", markup=False)
+            if resumed is None:
+                await start_serving()
+                # what loading the catalog, the template and the worker allocated is garbage now: give it back
+                gc.collect()
+                trim_heap()
+                stderr.print(f"{scenario.key}: {len(episode.tools)} tools; session {out}", markup=False)
+                if not args.stdio:
+                    stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop", markup=False)
+                if lean_handoff.refusal(args.stdio, episode.worker, harden_parent()) is None:
+                    # the next server of this scenario finds a spare with its module loaded; then the rest of the
+                    # serving is done by a process of Python's built-in modules (~9 MB instead of ~32)
+                    await pool.bind_next(scenario)
+                    lean_handoff.go_lean(listener=listener, worker=episode.worker, episode=episode, calls=calls,
+                                         port=port, token=token,
+                                         exit_with_parent=_STARTED_BY if args.exit_with_parent else None,
+                                         session={"out": str(out), "started": started})
+            elif resumed["why"] == "stop":
+                raise asyncio.CancelledError
+            else:  # the worker needs the engine (it died, would not stop, broke the protocol), or lean was refused
+                await front.ready()
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
             else:
                 main = asyncio.create_task(front.run_http(listener))
-                stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop", markup=False)
             tasks += [main, asyncio.create_task(_keep_serving(pool, episode, front, start_serving, restarted, main))]
-            # the next server of this scenario finds a spare with its module loaded (after this one is served)
-            tasks.append(asyncio.create_task(pool.bind_next(scenario)))
+            if resumed is None:  # the next server of this scenario finds a spare with its module loaded
+                tasks.append(asyncio.create_task(pool.bind_next(scenario)))
             if args.exit_with_parent:
                 tasks.append(asyncio.create_task(_watch_parent(main)))
             await main
@@ -245,6 +275,18 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         _session_stopped(out)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)", markup=False)
     return 0
+
+
+async def _serve_resumed(args: argparse.Namespace, state: dict) -> int:
+    """``awm env serve`` again after its lean front handed the episode back (``lean_handoff``)."""
+    global _STARTED_BY
+    out = Path(state["engine_state"]["session"]["out"])
+    if state["front"]["exit_with_parent"] is not None:  # who started the server (not whoever adopted it since)
+        _STARTED_BY = state["front"]["exit_with_parent"]
+    scenario = None
+    if state["why"] != "stop":  # (closing needs no catalog: the episode's databases are where the state says)
+        scenario = get_scenario(load_catalog(args, quiet=True), args.scenario)
+    return await _serve_on(args, scenario, out, state["front"]["port"], None, result_cap_from_args(args), state)
 
 
 def _session_stopped(out: Path) -> None:
@@ -339,9 +381,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Ctrl-C stops the server even when it was started with SIGINT ignored (a background job of a shell); once
     # the loop runs, run_async owns it: the first Ctrl-C or SIGTERM stops the server, later ones are ignored while
     # the clean-up saves the databases (a SIGINT from ``timeout`` and one from the user at once cost nothing)
+    from awm_engine.runtime import lean_handoff
+
+    resumed = lean_handoff.take_state()
+    if resumed is not None and resumed["why"] == "stop":  # SIGINT and SIGTERM stay ignored: the clean-up only
+        return asyncio.run(_serve_resumed(args, resumed))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return run_async(_serve(args), sigterm_code=0, own_sigint=True)
+        return run_async(_serve(args) if resumed is None else _serve_resumed(args, resumed), sigterm_code=0,
+                         own_sigint=True)
     except KeyboardInterrupt:  # a Ctrl-C before serving, or one that cancelled the clean-up itself
         stderr.print(f"interrupted while stopping; the session is in {_SERVED[-1]}" if _SERVED else
                      "stopped before serving", markup=False)

@@ -13,13 +13,13 @@ import asyncio
 import email.utils
 import json
 import os
-import re
 import socket
 import time
 from typing import Any
 
 
 from awm_engine.runtime import http_guard
+from awm_engine.runtime.http_head import parse_head
 from awm_engine.runtime.mcp_wire import PARSE_ERROR, HttpReply, WireServer, dumps, error_body
 
 MAX_BODY = 16 << 20  # bytes of one request body (a 413 beyond)
@@ -66,37 +66,7 @@ def _send(conn: "h11.Connection", writer: asyncio.StreamWriter, reply: HttpReply
     writer.write(out)
 
 
-_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_TARGET_BAD = re.compile(rb"[\x00-\x20\x7f]")  # a request target's forbidden bytes (controls, space, DEL)
-_VALUE_BAD = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # a header value's (controls but tab, DEL)
 _REASONS = {status.value: status.phrase for status in __import__("http").HTTPStatus}
-
-
-def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]] | None:
-    """A request's line and headers (without the blank line), strictly: ``METHOD TARGET HTTP/1.x``, then
-    ``name: value`` lines with token names, no folding, no control characters, one ``Content-Length`` at most. None
-    for anything else (the caller falls back to ``h11``, which says what is wrong)."""
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ")
-    if len(parts) != 3 or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0") or not parts[0] or \
-            not set(parts[0]) <= _TOKEN or not parts[1] or _TARGET_BAD.search(parts[1]):
-        return None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or not set(name) <= _TOKEN:
-            return None
-        value = value.strip(b" \t")
-        if _VALUE_BAD.search(value):
-            return None
-        key = name.decode("ascii").lower()
-        if key in headers:
-            if key in ("content-length", "host", "transfer-encoding"):
-                return None
-            headers[key] += ", " + value.decode("latin-1")
-        else:
-            headers[key] = value.decode("latin-1")
-    return parts[0].decode("ascii"), parts[1].decode("latin-1"), parts[2].decode("ascii"), headers
 
 
 def _response(reply: HttpReply, keep: bool = True) -> bytes:

@@ -29,6 +29,7 @@ from typing import Any
 
 from awm_engine.data.jsonl import dumps_text
 from awm_engine.runtime import http_guard
+from awm_engine.runtime.http_head import plain_reply
 from awm_engine.runtime.mcp_http import CHANNEL_MESSAGE
 from awm_engine.runtime.mcp_http import lines as stream_lines
 from awm_engine.runtime.mcp_wire import error_body
@@ -93,8 +94,9 @@ class CallsLog:
     bytes, not characters; a lone surrogate is written as its JSON escape)."""
 
     def __init__(self, path: Path, limit: int = CALLS_LOG_LIMIT):
+        self.path = path
         self.fh = open(path, "ab")
-        self.left = limit
+        self.left = limit  # (what is left of it: the lean front's, when it hands the episode back)
 
     def write(self, record: Any) -> None:
         if self.left <= 0 or not isinstance(record, dict):
@@ -284,11 +286,8 @@ class ServeFront:
 
     @staticmethod
     async def _reply(conn: socket.socket, status: int, text: str, extra: dict[str, str]) -> None:
-        body = text.encode()
-        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", "content-type: text/plain; charset=utf-8",
-                f"content-length: {len(body)}", "connection: close", *(f"{k}: {v}" for k, v in extra.items())]
         try:
-            await asyncio.get_running_loop().sock_sendall(conn, ("\r\n".join(head) + "\r\n\r\n").encode() + body)
+            await asyncio.get_running_loop().sock_sendall(conn, plain_reply(status, text, extra))
         except OSError:
             pass
 
@@ -379,8 +378,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 421: "Misdirected Request",
-            431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
 
 async def list_remote_tools(url: str, timeout: float = 10.0, token: str | None = None) -> list[dict[str, Any]]:

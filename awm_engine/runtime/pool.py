@@ -97,6 +97,8 @@ class WorkerProcess:
         self.generation = 0
         self.attached: set[str] | None = None  # after a restart: episodes re-opened on their databases
         self._reader_task: asyncio.Task | None = None
+        self._watch_task: asyncio.Task | None = None
+        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
 
     def _prepare_home(self) -> None:
@@ -138,17 +140,27 @@ class WorkerProcess:
         self.proc, self.sandbox, self.channel = launched.proc, launched.sandbox, launched.channel
         await self._attach(launched.control)
 
-    async def adopt(self, lease: Any) -> None:
+    async def adopt(self, lease: Any, unread: bytes = b"") -> None:
         """Take over a worker a warm service started (``runtime.warm``): already running, imported and warmed up.
-        The service stays its parent and removes it, its sandbox and its directory when ``lease`` is closed."""
+        The service stays its parent and removes it, its sandbox and its directory when ``lease`` is closed.
+        ``unread``: what it sent that was read and not yet taken (``lean_handoff``: it is read first)."""
         self.lease = lease
         self.home = lease.home
         self.proc, self.sandbox, self.channel = LeasedProcess(lease.pid, lease.pidfd), None, lease.channel
         lease.copy_log(self.log_path)
-        await self._attach(lease.control)
+        await self._attach(lease.control, unread)
 
-    async def _attach(self, control: socket.socket) -> None:
-        reader, self._writer = await asyncio.open_connection(sock=control, limit=protocol.LINE_LIMIT)
+    async def _attach(self, control: socket.socket, unread: bytes = b"") -> None:
+        if unread:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=protocol.LINE_LIMIT, loop=loop)
+            reader.feed_data(unread)  # before the socket's own bytes: they came after
+            transport, stream = await loop.connect_accepted_socket(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sock=control)
+            self._writer = asyncio.StreamWriter(transport, stream, reader, loop)
+        else:
+            reader, self._writer = await asyncio.open_connection(sock=control, limit=protocol.LINE_LIMIT)
+        self._reader = reader
         self.alive = True
         self.generation += 1
         self.loaded.clear()
@@ -231,6 +243,15 @@ class WorkerProcess:
                 self.abandoned.add(rid)
             raise
         return protocol.result_of(msg)
+
+    def detach(self) -> bytes:
+        """Stop reading the worker (``lean_handoff``: another program reads it from now on): what was read of it and
+        not yet taken, which that program takes first."""
+        self._writer.transport.pause_reading()
+        for task in (self._reader_task, self._watch_task):
+            if task is not None:
+                task.cancel()
+        return bytes(self._reader._buffer)  # (StreamReader's own buffer: no public way to take what it holds)
 
     def kill(self) -> None:
         self.alive = False

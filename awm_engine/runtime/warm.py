@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from awm_engine.sandbox import safe_fs
-from awm_engine.sandbox.output import copy_capped
+from awm_engine.sandbox.output import LOG_CAP, copy_capped
 
 from awm_engine.runtime.warm_socket import ENV_DIR, ENV_OFF, SOCKET, enabled, service_dir  # noqa: F401
 from awm_engine.runtime.warm_socket import private_dir as _private_dir
@@ -98,6 +98,7 @@ class Lease:
     bound: bool = False  # the spare was bound ahead to the scenario asked for (its module loaded: ``bind_next``)
     early: bytes = b""  # what it printed while it was loaded (read by the service meanwhile: ``EARLY_CAP``)
     _log: threading.Thread | None = None
+    _stop_log: tuple[int, int] = (-1, -1)
 
     def copy_log(self, path: Path) -> None:
         """The worker's output from now on goes into ``path`` (within the sandbox log cap)."""
@@ -105,8 +106,19 @@ class Lease:
         if self.early:
             with contextlib.suppress(OSError):
                 os.write(out, self.early)
-        self._log = threading.Thread(target=copy_capped, args=(self.output, out), name="awm-warm-log", daemon=True)
+        self._stop_log = os.pipe()
+        self._log = threading.Thread(target=copy_capped, args=(self.output, out, LOG_CAP, self._stop_log[0]),
+                                     name="awm-warm-log", daemon=True)
         self._log.start()
+
+    def stop_log(self) -> None:
+        """The copy into the log stops between two reads (``output`` stays open: ``lean_front`` copies on)."""
+        if self._log is not None:
+            os.write(self._stop_log[1], b"x")
+            self._log.join()
+            self._log = None
+            for fd in self._stop_log:
+                os.close(fd)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

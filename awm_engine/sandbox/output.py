@@ -35,15 +35,17 @@ def is_regular_file(target) -> bool:
         return False
 
 
-def copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
+def copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP, stop_fd: int | None = None) -> None:
     """Copy a pipe into a log file until the pipe's end, keeping at most ``cap`` bytes in the file (what it held
     before included), noting once where the rest was dropped; the rest is read and dropped (the writer never blocks
-    on a full pipe). Closes both descriptors."""
+    on a full pipe). Closes both descriptors — unless ``stop_fd`` became readable first: then it returns between two
+    reads, ``read_fd`` left open for whoever copies on (``lean_front.LogCopy``; nothing read is lost)."""
     def write(data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(out_fd, view):]
 
+    stopped = False
     try:
         try:
             room = cap - os.fstat(out_fd).st_size
@@ -51,6 +53,12 @@ def copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
             room = 0
         noted = room <= 0  # a file already at its cap was noted when it got there
         while True:
+            if stop_fd is not None:
+                import select
+
+                if stop_fd in select.select([read_fd, stop_fd], [], [])[0]:
+                    stopped = True
+                    return
             block = os.read(read_fd, CHUNK)
             if not block:
                 return
@@ -64,7 +72,8 @@ def copy_capped(read_fd: int, out_fd: int, cap: int = LOG_CAP) -> None:
     except OSError:
         return
     finally:
-        os.close(read_fd)
+        if not stopped:
+            os.close(read_fd)
         os.close(out_fd)
 
 

@@ -1,0 +1,222 @@
+"""``awm env serve``'s lean front (``runtime/lean_front.py``, ``runtime/lean_handoff.py``): once a warm worker serves
+the episode, the server's process becomes one of Python's built-in modules only, does the front's work exactly as the
+engine's front does, and hands the episode back to the engine (same process, ``exec``) to stop, or when the worker
+needs it."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from awm_engine.runtime import lean_front
+from awm_engine.runtime.mcp_server import CallsLog
+from tests.test_warm import call, serve, service_dir, stop, until  # noqa: F401 (service_dir: a fixture)
+
+ALPHABET = ["a", "é", "ß", "中", "😀", "\ud800", "\udfff", "\x00", "\n", '"', "\\", "\u2028", " ", "\x7f"]
+
+
+def _value(rng: random.Random, depth: int = 0):
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(8)))
+    if kind == 1:
+        return rng.randrange(-10 ** 20, 10 ** 20)
+    if kind == 2:
+        return rng.choice([0.1, -2.5e-300, 1e300, 3.0, math.inf, -math.inf, math.nan, rng.random()])
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind in (4, 5):
+        return rng.randrange(100)
+    if kind in (6, 7):
+        return {"".join(rng.choice(ALPHABET) for _ in range(rng.randrange(4))): _value(rng, depth + 1)
+                for _ in range(rng.randrange(4))}
+    return [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+
+
+def records(n: int = 2000) -> list[dict]:
+    rng = random.Random(25)
+    return [{"tool": _value(rng), "arguments": _value(rng), "text": _value(rng), "n": rng.random()} for _ in range(n)]
+
+
+def worker_line(record: dict, **extra) -> bytes:
+    from awm_engine.runtime import protocol
+
+    return protocol.encode({"event": "call", "record": record, **extra})
+
+
+def test_call_records_are_read_and_written_as_the_engine_does(tmp_path):
+    """What an honest worker sends decodes as ``json.loads`` decodes it, and calls.jsonl gets the engine's bytes —
+    lone surrogates, non-ASCII, NaN and big numbers included, and the size limit's note at the same record."""
+    rs = records()
+    limit = 150_000
+    engine = CallsLog(tmp_path / "engine.jsonl", limit)
+    lean = lean_front.CallsLog(str(tmp_path / "lean.jsonl"), limit)
+    for record in rs:
+        line = worker_line(record)
+        msg = lean_front.loads_line(line)
+        assert json.dumps(msg, sort_keys=True) == json.dumps(json.loads(line), sort_keys=True)
+        engine.write(json.loads(line)["record"])
+        lean.write(msg["record"])
+    engine.close()
+    assert (tmp_path / "lean.jsonl").read_bytes() == (tmp_path / "engine.jsonl").read_bytes()
+    assert b"reached its size limit" in (tmp_path / "lean.jsonl").read_bytes()
+    assert lean.left == engine.left == 0
+
+
+@pytest.mark.parametrize("line", [
+    b'{"id": 3, "ok": true, "result": {}}\n',  # an answer to no request
+    b'{"event": "call", "record": {}, "stuck": true}\n',  # a handler that would not stop: the engine replaces it
+    b' {"event": "call", "record": {}}\n',  # not as an honest worker writes it
+    b'\xef\xbb\xbf{"event": "call", "record": {}}\n',
+    b'{"event": "call", "record": {}} x\n',
+    b'["event"]\n',
+    b'{"event": "call", "record": ' + b"[" * 100_000 + b"]" * 100_000 + b'}\n',  # deeper than any decoder goes
+    b'{"event": "call", "record": {"n": ' + b"9" * 5000 + b'}}\n',  # more digits than int() takes
+    b'\xff\n',
+], ids=["answer", "stuck", "space", "bom", "extra", "array", "deep", "digits", "utf8"])
+def test_a_line_that_is_not_a_plain_call_record_is_left_to_the_engine(tmp_path, line):
+    front = object.__new__(lean_front.LeanFront)
+    front.calls = lean_front.CallsLog(str(tmp_path / "calls.jsonl"), 1 << 20)
+    plain = worker_line({"tool": "t"})
+    front.pending, front.scanned, front.why, front.line_limit = bytearray(plain + line + plain), 0, "", 16 << 20
+    front._take_lines()
+    assert front.why == "worker"
+    assert bytes(front.pending) == line + plain  # read by the engine, from that line on, as it would have
+    assert (tmp_path / "calls.jsonl").read_text().count('"tool"') == 1
+
+
+def test_a_line_past_the_engines_limit_is_left_to_it(tmp_path):
+    front = object.__new__(lean_front.LeanFront)
+    front.calls = lean_front.CallsLog(str(tmp_path / "calls.jsonl"), 1 << 20)
+    front.pending, front.scanned, front.why, front.line_limit = bytearray(b"x" * 5000), 0, "", 4096
+    front._take_lines()
+    assert front.why == "worker" and len(front.pending) == 5000
+
+
+def test_the_lean_front_holds_only_builtin_modules_and_is_not_dumpable(tmp_path):
+    from awm_engine.runtime.lean_handoff import lean_argv
+
+    argv = lean_argv()
+    probe = argv[:4] + [argv[4].replace("lean_front.main()", "print(lean_front.nondumpable()); "
+                                        "print(' '.join(sorted(sys.modules)))")]
+    out = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=True).stdout.split("\n")
+    assert out[0] == "True"
+    modules = set(out[1].split())
+    assert {"asyncio", "json", "socket", "re", "typing", "ssl", "awm_engine", "rich"}.isdisjoint(modules)
+    assert {"http_guard", "http_head", "lean_front"} <= modules
+
+
+def _is_lean(pid: int) -> bool:
+    try:
+        return b"lean_front.main()" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+
+
+def _raw(port: int, head: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        return data
+
+
+def test_a_warm_server_goes_lean_serves_refuses_and_stops_with_its_databases(tmp_path, service_dir):
+    first, port, out = serve(tmp_path, "first")  # leaves a warm worker for the next server
+    stop(first)
+    until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
+    proc, port, out = serve(tmp_path, "second")
+    try:
+        until(lambda: _is_lean(proc.pid), "the server to go lean")
+        assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        rss_kb = int(status.split("VmRSS:")[1].split()[0])
+        assert rss_kb < 20_000, rss_kb  # the engine's front holds 30+ MB; built-in modules alone about 9
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        assert "_asyncio" not in maps and "libssl" not in maps
+        assert '"branches"' in call(port, "list_branches", {})
+        assert '"branches"' in call(port, "list_branches", {})
+        # the guard: a foreign Host, a foreign Origin, a bad head, with the engine's answers
+        assert _raw(port, b"POST /mcp HTTP/1.1\r\nHost: evil.example:80\r\nContent-Length: 0\r\n\r\n").startswith(
+            b"HTTP/1.1 421 Misdirected Request")
+        assert _raw(port, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n"
+                          "Content-Length: 0\r\n\r\n".encode()).startswith(b"HTTP/1.1 403 Forbidden")
+        assert _raw(port, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400 Bad Request")
+        assert _raw(port, b"GET /mcp HTTP/1.1\r\nX: " + b"a" * 70_000).startswith(b"HTTP/1.1 431")
+        assert _is_lean(proc.pid)
+        until(lambda: len(_records(out)) == 2, "the calls' records")  # (each sent after its answer)
+        assert [x["tool"] for x in _records(out)] == ["list_branches", "list_branches"]
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    assert "stopped; databases in" in err
+    session = json.loads((out / "session.json").read_text())
+    assert session["stopped"] and session["final_db"] == str(out / "final.db")
+    with __import__("sqlite3").connect(out / "final.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
+    assert not (out / ".awm").exists()
+
+
+def test_a_worker_that_dies_under_the_lean_front_is_replaced_by_the_engine(tmp_path, service_dir):
+    first, port, out = serve(tmp_path, "first")
+    stop(first)
+    until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
+    proc, port, out = serve(tmp_path, "second")
+    try:
+        until(lambda: _is_lean(proc.pid), "the server to go lean")
+        assert '"branches"' in call(port, "list_branches", {})
+        until(lambda: len(_records(out)) == 1, "the call's record")
+        worker = json.loads((out / "session.json").read_text())["worker_pid"]
+        os.kill(worker, signal.SIGKILL)
+        until(lambda: json.loads((out / "session.json").read_text())["worker_restarts"] == 1, "a new worker")
+        assert not _is_lean(proc.pid)  # the engine serves on (its own worker now)
+        assert '"branches"' in call(port, "list_branches", {})
+        until(lambda: len(_records(out)) == 2, "the second call's record")
+        assert [x.get("tool") for x in _records(out)] == ["list_branches", "list_branches"]
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0 and "stopped; databases in" in err, err
+
+
+def test_sigterm_under_the_lean_front_saves_the_episode(tmp_path, service_dir):
+    first, port, out = serve(tmp_path, "first")
+    stop(first)
+    until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
+    proc, port, out = serve(tmp_path, "second")
+    until(lambda: _is_lean(proc.pid), "the server to go lean")
+    call(port, "list_branches", {})
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)  # a second one: ignored, the clean-up is not cut short
+    err = proc.communicate(timeout=120)[1].decode()
+    assert proc.returncode == 0 and "stopped; databases in" in err, err
+    assert (out / "final.db").is_file() and (out / "initial.db").is_file()
+
+
+def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
+    from awm_engine.runtime import lean_handoff
+
+    class Leased:
+        lease = object()
+
+    monkeypatch.setattr(lean_handoff, "PROCESS_ENTRY", [])
+    assert lean_handoff.refusal(False, Leased(), True) == "awm runs inside another program"
+    monkeypatch.setattr(lean_handoff, "PROCESS_ENTRY", [True])
+    assert lean_handoff.refusal(False, Leased(), True) is None
+    assert lean_handoff.refusal(True, Leased(), True) == "stdio"
+    assert lean_handoff.refusal(False, Leased(), False) == "this process could not be made non-dumpable"
+    monkeypatch.setenv(lean_handoff.LEAN_ENV, "0")
+    assert lean_handoff.refusal(False, Leased(), True) == "AWM_SERVE_LEAN=0"
