@@ -220,3 +220,30 @@ def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
     assert lean_handoff.refusal(False, Leased(), False) == "this process could not be made non-dumpable"
     monkeypatch.setenv(lean_handoff.LEAN_ENV, "0")
     assert lean_handoff.refusal(False, Leased(), True) == "AWM_SERVE_LEAN=0"
+
+
+def test_exit_with_parent_under_the_lean_front_saves_the_episode(tmp_path, service_dir):
+    """The process that started the server goes: the lean front hands back, the engine closes the episode."""
+    from awm_engine.runtime.ports import free_port
+
+    first, port, out = serve(tmp_path, "first")
+    stop(first)
+    until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
+    port, out = free_port(), tmp_path / "child"
+    starter = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-m', 'awm_engine.cli', 'env', 'serve', "
+        f"'--scenario', 'maple_library_lending', '--port', '{port}', '--out', {str(out)!r}, '--exit-with-parent'], "
+        f"stderr=open({str(tmp_path / 'err.txt')!r}, 'wb')); print(p.pid, flush=True); time.sleep(600)")],
+        stdout=subprocess.PIPE, text=True)
+    server = int(starter.stdout.readline())
+    try:
+        until(lambda: _is_lean(server), "the server to go lean")
+        assert '"branches"' in call(port, "list_branches", {})
+    finally:
+        starter.kill()
+        starter.wait()
+    until(lambda: not Path(f"/proc/{server}").exists() or "Z" in Path(f"/proc/{server}/stat").read_text().split()[2],
+          "the server to stop")
+    assert "stopped; databases in" in (tmp_path / "err.txt").read_text()
+    assert json.loads((out / "session.json").read_text())["stopped"]
+    assert (out / "final.db").is_file()
