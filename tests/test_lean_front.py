@@ -247,3 +247,36 @@ def test_exit_with_parent_under_the_lean_front_saves_the_episode(tmp_path, servi
     assert "stopped; databases in" in (tmp_path / "err.txt").read_text()
     assert json.loads((out / "session.json").read_text())["stopped"]
     assert (out / "final.db").is_file()
+
+
+def test_a_worker_that_dies_after_its_data_went_away_still_leaves_the_databases(tmp_path, service_dir):
+    """The engine replaces a worker from the scenario's data; data removed while serving cannot be loaded again:
+    the episode is closed with its databases (exit 1, said), never left in the sandbox's directory."""
+    import shutil
+
+    from awm_engine.runtime.ports import free_port
+    from tests.test_mcp_serve import wait_for_port
+
+    first, port, out = serve(tmp_path, "first")
+    stop(first)
+    until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_envs", data)
+    port, out = free_port(), tmp_path / "second"
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario",
+                             "maple_library_lending", "--data", str(data), "--port", str(port), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc)
+        until(lambda: _is_lean(proc.pid), "the server to go lean")
+        call(port, "list_branches", {})
+        shutil.rmtree(data)
+        os.kill(json.loads((out / "session.json").read_text())["worker_pid"], signal.SIGKILL)
+        err = proc.communicate(timeout=120)[1].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert "can no longer be loaded" in err and "stopped; databases in" in err
+    with __import__("sqlite3").connect(out / "final.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0

@@ -283,10 +283,16 @@ async def _serve_resumed(args: argparse.Namespace, state: dict) -> int:
     out = Path(state["engine_state"]["session"]["out"])
     if state["front"]["exit_with_parent"] is not None:  # who started the server (not whoever adopted it since)
         _STARTED_BY = state["front"]["exit_with_parent"]
-    scenario = None
+    scenario, failed = None, False
     if state["why"] != "stop":  # (closing needs no catalog: the episode's databases are where the state says)
-        scenario = get_scenario(load_catalog(args, quiet=True), args.scenario)
-    return await _serve_on(args, scenario, out, state["front"]["port"], None, result_cap_from_args(args), state)
+        try:
+            scenario = get_scenario(load_catalog(args, quiet=True), args.scenario)
+        except Exception as exc:  # noqa: BLE001 - the data changed while it was served: closed, never lost
+            stderr.print(f"error: the environment worker must be replaced, but {args.scenario} can no longer be "
+                         f"loaded ({type(exc).__name__}: {exc}); the episode is closed", markup=False)
+            state["why"], failed = "stop", True
+    code = await _serve_on(args, scenario, out, state["front"]["port"], None, result_cap_from_args(args), state)
+    return 1 if failed else code
 
 
 def _session_stopped(out: Path) -> None:
