@@ -280,3 +280,86 @@ def test_a_worker_that_dies_after_its_data_went_away_still_leaves_the_databases(
     assert "can no longer be loaded" in err and "stopped; databases in" in err
     with __import__("sqlite3").connect(out / "final.db") as db:
         assert db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
+
+
+ENGINE_STANDIN = (  # what the lean front exec's to hand back: this writes what it was handed, then exits
+    "import json, os, sys; from awm_engine.runtime import lean_front; "
+    "state = lean_front.read_state(int(os.environ['AWM_SERVE_STATE_FD'])); "
+    "state['inheritable'] = {k: os.get_inheritable(v) for k, v in state['fds'].items()}; "
+    "open(sys.argv[1], 'w').write(json.dumps(state))")
+
+
+def run_lean(tmp_path, calls_path: str | None = None, prefix: bytes = b"", then=None) -> dict:
+    """The lean front as a process over stand-in descriptors (no worker, no warm service); ``then(front)`` acts on
+    it; returns the state it handed back to the engine's stand-in."""
+    from awm_engine.runtime.lean_handoff import lean_argv
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    control, worker_control = socket.socketpair()
+    channel, worker_channel = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    out_r, out_w = os.pipe()
+    sleeper = subprocess.Popen(["sleep", "600"])
+    pidfd = os.pidfd_open(sleeper.pid)
+    lease, _lease_peer = socket.socketpair()
+    fds = {"listener": listener.fileno(), "control": control.fileno(), "channel": channel.fileno(),
+           "lease": lease.fileno(), "output": out_r, "pidfd": pidfd}
+    handed = tmp_path / "handed.json"
+    state = {"format": lean_front.FORMAT, "why": "", "fds": fds,
+             "engine": [sys.executable, "-c", ENGINE_STANDIN, str(handed)],
+             "front": {"port": listener.getsockname()[1], "token": None, "head_limit": 65536,
+                       "channel_message": 131072, "head_timeout": 30.0, "max_admitting": 256,
+                       "line_limit": 16 << 20, "exit_with_parent": None, "need_nondumpable": True},
+             "calls": {"path": calls_path or str(tmp_path / "calls.jsonl"), "left": 1 << 20},
+             "log": {"path": str(tmp_path / "server.log"), "cap": 1 << 20, "note": "[cap]\n"},
+             "control_prefix": prefix.decode("latin-1"), "engine_state": {"kept": ["as", "it", "was"]}}
+    fd = lean_front.write_state(state)
+    proc = subprocess.Popen(lean_argv(), pass_fds=[*fds.values(), fd], stderr=subprocess.PIPE,
+                            env={**os.environ, lean_front.STATE_ENV: str(fd), "PYTHONPATH": os.getcwd()})
+    os.close(fd)
+    try:
+        if then is not None:
+            then(proc, worker_control, listener.getsockname()[1])
+        err = proc.communicate(timeout=60)[1].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        sleeper.kill()
+        sleeper.wait()
+    assert proc.returncode == 0, err
+    result = json.loads(handed.read_text())
+    result["stderr"] = err
+    return result
+
+
+def test_a_fault_of_the_lean_front_hands_the_episode_back_intact(tmp_path):
+    (tmp_path / "calls.jsonl").mkdir()  # calls.jsonl it cannot open: its fault, not the episode's
+    handed = run_lean(tmp_path, calls_path=str(tmp_path / "calls.jsonl"), prefix=b'{"event": "call"')
+    assert handed["why"] == "lean_failed"
+    assert "the lean front failed (IsADirectoryError" in handed["stderr"]
+    assert handed["control_prefix"] == '{"event": "call"' and handed["engine_state"] == {"kept": ["as", "it", "was"]}
+    assert all(handed["inheritable"].values())  # every named descriptor crossed the exec back
+
+
+def test_a_signal_hands_back_for_the_engine_to_stop_and_unread_lines_stay_unread(tmp_path):
+    plain = worker_line({"tool": "a"})
+
+    def act(proc, worker, port):
+        worker.sendall(plain + b'{"id": 7, "ok": true}\n' + plain)
+        until(lambda: (tmp_path / "calls.jsonl").exists() and (tmp_path / "calls.jsonl").read_text(), "a record")
+        proc.send_signal(signal.SIGTERM)
+
+    handed = run_lean(tmp_path, then=act)
+    assert handed["why"] == "worker"  # the answer to no request came first: the engine's to read
+    assert handed["control_prefix"].encode("latin-1") == b'{"id": 7, "ok": true}\n' + plain
+    assert (tmp_path / "calls.jsonl").read_text() == '{"tool": "a"}\n'
+
+
+def test_sigterm_hands_back_to_stop(tmp_path):
+    def act(proc, worker, port):
+        _raw(port, b"GARBAGE\r\n\r\n")  # answered: it is up
+        proc.send_signal(signal.SIGTERM)
+
+    handed = run_lean(tmp_path, then=act)
+    assert handed["why"] == "stop" and handed["control_prefix"] == ""

@@ -367,16 +367,23 @@ class LeanFront:
         closed (their clients see the connection end before any request was read: they may send it again)."""
         for fd in list(self.admitting):
             self._drop(fd)
-        state = self.state
-        state["why"] = self.why
-        state["control_prefix"] = self.pending.decode("latin-1")
-        state["calls"]["left"] = self.calls.left
-        posix.set_blocking(self.output, True)  # (a file description's flag: the engine's log thread reads blocking)
-        for fd in state["fds"].values():
-            posix.set_inheritable(fd, True)
-        for signum in (_signal.SIGINT, _signal.SIGTERM):  # ignored across the exec: the clean-up is not cut short
-            _signal.signal(signum, _signal.SIG_IGN)
-        execute(state["engine"], state)
+        self.state["control_prefix"] = self.pending.decode("latin-1")
+        self.state["calls"]["left"] = self.calls.left
+        hand_back(self.state, self.why)
+
+
+def hand_back(state: dict, why: str) -> None:
+    state["why"] = why
+    try:
+        posix.set_blocking(state["fds"]["output"], True)  # (a file description's flag: the engine's log thread
+        # reads it blocking)
+    except OSError:
+        pass
+    for fd in state["fds"].values():
+        posix.set_inheritable(fd, True)
+    for signum in (_signal.SIGINT, _signal.SIGTERM):  # ignored across the exec: the clean-up is not cut short
+        _signal.signal(signum, _signal.SIG_IGN)
+    execute(state["engine"], state)
 
 
 def _readable(fd: int) -> bool:
@@ -444,11 +451,22 @@ def main() -> None:
     state = read_state(int(posix.environ.pop(STATE_ENV.encode())))
     posix.unsetenv(STATE_ENV)
     if not hardened and state["front"]["need_nondumpable"]:
-        state["why"] = "lean_refused"  # the engine serves on: it never runs without what it had
-        execute(state["engine"], state)
-    front = LeanFront(state)
-    front.run()
-    front.handback()
+        hand_back(state, "lean_refused")  # the engine serves on: it never runs without what it had
+    front = None
+    try:
+        front = LeanFront(state)
+        front.run()
+        front.handback()
+    except Exception as exc:  # a fault of this front: the engine serves on with its own, the episode intact
+        try:
+            posix.write(2, f"awm: the lean front failed ({type(exc).__name__}: {exc}); awm's own front serves on "
+                           "(AWM_SERVE_LEAN=0 keeps it always)\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+        if front is not None and hasattr(front, "pending"):
+            state["control_prefix"] = front.pending.decode("latin-1")
+            state["calls"]["left"] = front.calls.left
+        hand_back(state, "lean_failed")
 
 
 if __name__ == "__main__":
