@@ -143,6 +143,8 @@ def test_a_warm_server_goes_lean_serves_refuses_and_stops_with_its_databases(tmp
     try:
         until(lambda: _is_lean(proc.pid), "the server to go lean")
         assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+        # still found by what it was started as (``pgrep -f "env serve"``, ``pkill -f``)
+        assert b"\0env\0serve\0--scenario\0maple_library_lending\0" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         status = Path(f"/proc/{proc.pid}/status").read_text()
         rss_kb = int(status.split("VmRSS:")[1].split()[0])
         assert rss_kb < 20_000, rss_kb  # the engine's front holds 30+ MB; built-in modules alone about 9

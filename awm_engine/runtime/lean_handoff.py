@@ -82,10 +82,12 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
 
 def lean_argv() -> list[str]:
     """The lean front's command line: imported (its compiled ``.pyc`` used, 1.4 MB less than compiling it as a
-    script), from its own directory, with nothing of the site or the environment's Python variables (``-I -S``)."""
+    script), from its own directory, with nothing of the site or the environment's Python variables (``-I -S``);
+    then, unread, the server's own command line, so that ``ps`` and ``pgrep -f "awm env serve"`` still show it."""
     here = os.path.dirname(os.path.abspath(lean_front.__file__))
     return [sys.executable, "-I", "-S", "-c",
-            f"import sys; sys.path.append({here!r}); import lean_front; lean_front.main()"]
+            f"import sys; sys.path.append({here!r}); import lean_front; lean_front.main()",
+            *getattr(sys, "orig_argv", [])[1:]]
 
 
 def take_state() -> dict[str, Any] | None:
