@@ -212,7 +212,12 @@ def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
     from awm_engine.runtime import lean_handoff
 
     class Leased:
-        lease = object()
+        class lease:
+            protections = {"distinct_uid": True, "proc_isolated": True}
+
+    class SameUser:
+        class lease:
+            protections = {"distinct_uid": False, "proc_isolated": True}
 
     monkeypatch.setattr(lean_handoff, "PROCESS_ENTRY", [])
     assert lean_handoff.refusal(False, Leased(), True) == "awm runs inside another program"
@@ -220,6 +225,7 @@ def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
     assert lean_handoff.refusal(False, Leased(), True) is None
     assert lean_handoff.refusal(True, Leased(), True) == "stdio"
     assert lean_handoff.refusal(False, Leased(), False) == "this process could not be made non-dumpable"
+    assert lean_handoff.refusal(False, SameUser(), True) == "the worker runs as this user or sees its processes"
     monkeypatch.setenv(lean_handoff.LEAN_ENV, "0")
     assert lean_handoff.refusal(False, Leased(), True) == "AWM_SERVE_LEAN=0"
 
