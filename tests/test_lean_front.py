@@ -213,11 +213,11 @@ def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
 
     class Leased:
         class lease:
-            protections = {"distinct_uid": True, "proc_isolated": True}
+            protections = {"distinct_uid": True, "proc_isolated": True, "unsafe_no_sandbox": False}
 
     class SameUser:
         class lease:
-            protections = {"distinct_uid": False, "proc_isolated": True}
+            protections = {"distinct_uid": False, "proc_isolated": True, "unsafe_no_sandbox": False}
 
     monkeypatch.setattr(lean_handoff, "PROCESS_ENTRY", [])
     assert lean_handoff.refusal(False, Leased(), True) == "awm runs inside another program"

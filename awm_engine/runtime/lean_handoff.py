@@ -33,7 +33,8 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
     if worker.lease is None:
         return "the worker is not a warm one"
     facts = worker.lease.protections if isinstance(worker.lease.protections, dict) else {}
-    if facts.get("distinct_uid") is not True or facts.get("proc_isolated") is not True:
+    if facts.get("distinct_uid") is not True or facts.get("proc_isolated") is not True or \
+            facts.get("unsafe_no_sandbox") is not False:
         # the lean front is dumpable for the moment between its exec and its prctl: only a worker that can never
         # reach this process (another user, its own /proc) may run beside that moment
         return "the worker runs as this user or sees its processes"
