@@ -162,6 +162,13 @@ def test_a_warm_server_goes_lean_serves_refuses_and_stops_with_its_databases(tmp
         assert _is_lean(proc.pid)
         until(lambda: len(_records(out)) == 2, "the calls' records")  # (each sent after its answer)
         assert [x["tool"] for x in _records(out)] == ["list_branches", "list_branches"]
+        # many clients at once, each its own connections: every call answered and recorded
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(24) as pool:
+            answers = list(pool.map(lambda _: call(port, "list_branches", {}), range(48)))
+        assert all('"branches"' in a for a in answers)
+        until(lambda: len(_records(out)) == 50, "every call's record")
     finally:
         err = stop(proc)
     assert proc.returncode == 0, err
