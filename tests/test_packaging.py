@@ -21,8 +21,9 @@ def imported_top_level(packages: list[str]) -> set[str]:
     for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Import):
-                    names |= {a.name.split(".")[0] for a in node.names}
+                if isinstance(node, ast.Import):  # (a file beside it, imported by path: runtime/lean_front.py's)
+                    names |= {a.name.split(".")[0] for a in node.names
+                              if not (path.parent / f"{a.name.split('.')[0]}.py").is_file()}
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     names.add(node.module.split(".")[0])
     return names - set(sys.stdlib_module_names) - {"awm_engine", "awm_tui", "__future__"}
