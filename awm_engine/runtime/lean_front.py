@@ -15,8 +15,9 @@ Everything else goes back to the engine: the process ``exec``s ``awm`` again (it
 memfd named by ``AWM_SERVE_STATE_FD``) when it is told to stop (SIGINT, SIGTERM, ``--exit-with-parent``) — the
 engine then closes the episode and moves its databases — and when the worker needs the engine: it died, it said a
 handler would not stop, or it sent anything but a plain call record (a line this front does not take as exactly
-what an honest worker sends is not read: the engine reads it, as it would have). SIGINT and SIGTERM are ignored
-across that ``exec``, so a second one cannot cut the clean-up short.
+what an honest worker sends is not read: the engine reads it, as it would have). SIGINT and SIGTERM are blocked
+across each ``exec`` (``lean_handoff.hold_stops``): one sent while the next program starts is taken once it has set
+its handlers — never lost, never killing the process — and one sent while the engine cleans up cannot cut it short.
 """
 import _json
 import _signal
@@ -39,6 +40,7 @@ PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 READ = 1 << 16
 ACCEPT_SHORTAGES = {24, 23, 105, 12}  # EMFILE, ENFILE, ENOBUFS, ENOMEM: wait for admissions to end
 ACCEPT_SKIPPED = {103, 71, 1}  # ECONNABORTED, EPROTO, EPERM: that connection only
+STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
 
 
 # --- JSON with _json alone (what ``json.loads`` and ``data.jsonl.dumps_text`` give, for what an honest worker sends)
@@ -192,8 +194,9 @@ class LeanFront:
         posix.set_blocking(self.wake_r, False)
         posix.set_blocking(wake_w, False)
         _signal.set_wakeup_fd(wake_w)
-        for signum in (_signal.SIGINT, _signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             _signal.signal(signum, self._on_signal)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, STOP_SIGNALS)  # (held by the engine: one sent meanwhile comes)
 
     def _on_signal(self, signum, frame) -> None:
         self.why = self.why or "stop"
@@ -374,8 +377,9 @@ class LeanFront:
         posix.set_blocking(self.output, True)  # (a file description's flag: the engine's log thread reads blocking)
         for fd in state["fds"].values():
             posix.set_inheritable(fd, True)
-        for signum in (_signal.SIGINT, _signal.SIGTERM):  # ignored across the exec: the clean-up is not cut short
-            _signal.signal(signum, _signal.SIG_IGN)
+        # blocked across the exec (pending, not lost): the engine takes one sent meanwhile once it holds the episode
+        # again — then it stops, or, when it is already stopping, ignores it (the clean-up is not cut short)
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
         execute(state["engine"], state)
 
 

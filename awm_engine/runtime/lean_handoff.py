@@ -11,15 +11,29 @@ of the episode; it passes it back as it got it.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from awm_engine.runtime import lean_front
 
 LEAN_ENV = "AWM_SERVE_LEAN"  # "0": the engine's own front serves throughout (``awm env serve``)
 PROCESS_ENTRY: list[bool] = []  # [True] once ``awm``'s ``main`` runs as this process's program (never in-process)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def hold_stops() -> None:
+    """SIGINT and SIGTERM blocked: one sent from now on stays pending, across an ``exec`` too, until the program then
+    running has its handlers set and releases it (``release_stops``; ``lean_front`` does the same). An ``exec`` resets
+    handlers to the default: a SIGTERM sent while the next program starts killed the process, and with it the
+    episode's databases (the lease closed, the service removed the worker's directory); ignored, it was lost."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
+def release_stops() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
@@ -40,11 +54,17 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
 
 
 def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, port: int, token: str | None,
-            exit_with_parent: int | None, session: dict[str, Any]) -> NoReturn:
-    """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it)."""
+            exit_with_parent: int | None, session: dict[str, Any]) -> None:
+    """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it). Returns
+    only when a SIGINT or SIGTERM came first: its cancel of the server's task is on its way, the engine stops."""
+    from awm_engine.cli.common import stop_requested
     from awm_engine.runtime import mcp_server, protocol
     from awm_engine.sandbox.output import LOG_CAP, cap_note
 
+    hold_stops()  # a stop sent from now on waits for the lean front's handlers
+    if stop_requested():  # (one handled before: the engine's handler already cancels the server's task)
+        release_stops()
+        return
     lease = worker.lease
     lease.stop_log()
     unread = worker.detach()
@@ -76,8 +96,10 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
             "session": session,
         },
     }
-    lean_front.execute(lean_argv(), state)
-    raise OSError("exec returned")  # (os.execv raises on failure; never reached otherwise)
+    try:
+        lean_front.execute(lean_argv(), state)
+    finally:  # (only when the exec failed)
+        release_stops()
 
 
 def lean_argv() -> list[str]:

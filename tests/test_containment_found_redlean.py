@@ -1,0 +1,115 @@
+"""What attacking ``awm env serve``'s lean front (``runtime/lean_front.py``, ``runtime/lean_handoff.py``) found: a
+hostile environment (its code writes on the worker's protocol socket, dies, floods), a stop signal at the moments the
+process ``exec``s, and faults outside the sandbox. One regression test each; every test waits on a condition, and the
+warm service's directory is the test's own (``service_dir``)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_containment_found_serve import a_spare, initialized, notes, rpc, serve, stop
+from tests.test_lean_front import _is_lean
+from tests.test_warm import service_dir, until  # noqa: F401 - service_dir: the fixture
+
+# a tool that writes ``data`` (latin-1), ``times`` over, on the worker's protocol socket
+CONTROL = '''
+class ControlIn(BaseModel):
+    data: str
+    times: int = 1
+
+class ControlOut(BaseModel):
+    sent: int
+
+@app.post("/api/control", summary="Control", description="Writes on the protocol socket.", tags=["bad"], operation_id="control", response_model=ControlOut)
+def control(req: ControlIn):
+    import socket as _s
+    argv = open("/proc/self/cmdline", "rb").read().split(b"\\0")
+    s = _s.socket(fileno=os.dup(int(argv[argv.index(b"--fd") + 1])))
+    s.setblocking(True)
+    s.sendall(req.data.encode("latin-1") * req.times)
+    return ControlOut(sent=req.times)
+'''
+
+
+def lean_server(tmp_path: Path, where: Path, code: str = "", name: str = "session", note: str | None = "kept"):
+    """A server that took the warm service's spare and went lean, and (``note``) an MCP session of it that added a
+    note."""
+    a_spare(where)
+    proc, port, out = serve(tmp_path, code, name=name)
+    url = f"http://127.0.0.1:{port}/mcp"
+    session = None
+    try:
+        assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+        until(lambda: _is_lean(proc.pid) or proc.poll() is not None, "the server to go lean")
+        if note is not None:
+            session = initialized(url)
+            with httpx.Client(timeout=60) as client:
+                assert rpc(client, url, session, 2, "add_note", {"text": note}).status_code == 200
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, url, out, session
+
+
+def control(url: str, session: str, data: str, times: int = 1) -> None:
+    """The hostile tool, called without waiting for its answer (the worker may be replaced before it comes)."""
+    def call() -> None:
+        try:
+            with httpx.Client(timeout=120) as client:
+                rpc(client, url, session, 9, "control", {"data": data, "times": times})
+        except httpx.HTTPError:
+            pass
+
+    threading.Thread(target=call, daemon=True).start()
+
+
+def ended(proc, deadline: float) -> bool:
+    try:
+        proc.wait(deadline)
+    except Exception:  # (subprocess.TimeoutExpired)
+        return False
+    return True
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_as_the_server_goes_lean_saves_the_episode(tmp_path, service_dir, signum):
+    """The engine ``exec``s the lean front with its handlers gone: until the front had set its own, a SIGTERM killed
+    the process (SIGINT: a ``KeyboardInterrupt`` ended it), the lease closed, and the service removed the worker's
+    directory with the episode's databases — where the engine's own front would have saved them. A stop signal sent
+    then now waits (blocked, pending across the ``exec``) for the lean front, which hands the episode back to
+    close."""
+    a_spare(service_dir)
+    proc, port, out = serve(tmp_path, "")
+    while not _is_lean(proc.pid) and proc.poll() is None:
+        pass
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    err = err.decode(errors="replace")
+    assert proc.returncode == 0, err
+    assert "stopped; databases in" in err, err
+    assert (out / "final.db").is_file() and (out / "initial.db").is_file()
+    assert not (out / ".awm").exists()
+
+
+def test_a_sigterm_while_the_engine_takes_the_episode_back_stops_the_server(tmp_path, service_dir):
+    """The lean front ignored SIGINT and SIGTERM across its ``exec`` of the engine, also when it handed the episode
+    back because the worker needs the engine (a line that is not a plain call record, a worker that died): a SIGTERM
+    sent during the engine's start (a second or so) was lost, and the server served on. The engine's own front would
+    have stopped."""
+    proc, url, out, session = lean_server(tmp_path, service_dir, CONTROL)
+    try:
+        control(url, session, ' {"event": "call", "record": {}}\n')  # read by the engine: not a line the front takes
+        while _is_lean(proc.pid) and proc.poll() is None:
+            pass
+        proc.send_signal(signal.SIGTERM)
+        assert ended(proc, 120), "the server did not stop on SIGTERM"
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0 and "stopped; databases in" in err, err
+    assert notes(out / "final.db")[-1] == "kept"
