@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -113,3 +114,46 @@ def test_a_sigterm_while_the_engine_takes_the_episode_back_stops_the_server(tmp_
         err = stop(proc)
     assert proc.returncode == 0 and "stopped; databases in" in err, err
     assert notes(out / "final.db")[-1] == "kept"
+
+
+def test_control_bytes_handed_back_take_no_more_memory_than_the_engines_front(tmp_path, service_dir):
+    """What the lean front had read of the worker and not taken went back to the engine as a JSON string of the state,
+    ASCII-escaped: a worker that sent 16 MiB of 0xff bytes without a newline made six bytes of each, and the server
+    peaked at about 340 MB handing them over and reading them back (the engine's own front, reading the same line:
+    about 50 MB). They go raw now, after the state's line."""
+    proc, url, out, session = lean_server(tmp_path, service_dir, CONTROL)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                peak[0] = max(peak[0], int(status.split("VmRSS:")[1].split()[0]))
+            except (OSError, IndexError, ValueError):
+                pass
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        control(url, session, "\xff" * (1 << 20), 17)  # past the protocol's line limit, no newline: the worker goes
+        until(lambda: json.loads((out / "session.json").read_text())["worker_restarts"] == 1, "a new worker")
+        session = initialized(url)
+        with httpx.Client(timeout=60) as client:
+            assert "kept" in rpc(client, url, session, 3, "list_notes", {}).text
+    finally:
+        done.set()
+        sampler.join()
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    assert peak[0] < 150_000, f"the server peaked at {peak[0]} kB"
+
+
+def test_the_state_hands_over_control_bytes_exactly():
+    from awm_engine.runtime import lean_front
+
+    unread = bytes(range(256)) * 3 + b"\n{\"event\": \"call\"}\n" + b"\xff" * 1000
+    state = {"format": lean_front.FORMAT, "why": "worker", "note": "\ud800 \n é", "control_prefix": unread}
+    back = lean_front.read_state(lean_front.write_state(state))
+    assert back == state and type(back["control_prefix"]) is bytes

@@ -4,9 +4,9 @@ modules only (``go_lean``), and taking the episode back when that front ``exec``
 
 Only what the lean front needs, and what the engine needs back, crosses an ``exec``: descriptors (the listening
 socket, the leased worker's control socket, descriptor channel, output pipe and pidfd, the lease itself) and a
-state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining allowance, the control bytes
-read and not yet taken, and the episode as the engine knows it. The lean front never writes what the engine reads
-of the episode; it passes it back as it got it.
+state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining allowance and the episode as
+the engine knows it on a line of JSON, then the control bytes read and not yet taken, as they are. The lean front
+never writes what the engine reads of the episode; it passes it back as it got it.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
                   "exit_with_parent": exit_with_parent, "need_nondumpable": True},
         "calls": {"path": str(calls.path), "left": calls.left},
         "log": {"path": str(worker.log_path), "cap": LOG_CAP, "note": cap_note(LOG_CAP).decode()},
-        "control_prefix": unread.decode("latin-1"),
+        "control_prefix": unread,  # (bytes: raw after the state's line, ``lean_front.write_state``)
         "engine_state": {
             "lease": {"pid": lease.pid, "home": str(lease.home), "protections": lease.protections,
                       "bound": lease.bound},
@@ -141,7 +141,7 @@ async def readopt(pool: Any, scenario: Any, state: dict[str, Any], on_event: Any
     worker.scenario = w["scenario"]
     worker.on_event = on_event
     pool.workers.append(worker)
-    await worker.adopt(lease, state["control_prefix"].encode("latin-1"))
+    await worker.adopt(lease, state["control_prefix"])
     info = EpisodeInfo(ep["id"], ep["scenario"], Path(ep["run_dir"]), Path(ep["live_dir"]))
     episode = PoolEpisode(pool, scenario, info, worker, ep["tools"], ep["shared"], ep["schema_check"])
     episode.methods, episode.task_idx, episode.template = ep["methods"], ep["task_idx"], ep["template"]
