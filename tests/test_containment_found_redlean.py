@@ -16,6 +16,7 @@ import pytest
 
 from tests.test_containment_found_serve import a_spare, initialized, notes, rpc, serve, stop
 from tests.test_lean_front import _is_lean
+from tests.test_serve_containment import DIE
 from tests.test_warm import service_dir, until  # noqa: F401 - service_dir: the fixture
 
 # a tool that writes ``data`` (latin-1), ``times`` over, on the worker's protocol socket
@@ -157,3 +158,24 @@ def test_the_state_hands_over_control_bytes_exactly():
     state = {"format": lean_front.FORMAT, "why": "worker", "note": "\ud800 \n é", "control_prefix": unread}
     back = lean_front.read_state(lean_front.write_state(state))
     assert back == state and type(back["control_prefix"]) is bytes
+
+
+def test_a_worker_that_dies_after_its_data_directory_moved_leaves_the_databases(tmp_path, service_dir):
+    """Taking the episode back, the engine loads the catalog again (the lean front holds none): when the scenario no
+    longer loads (its data directory moved, or was regenerated without it, while the server ran), the engine exited
+    at once with ``no scenarios found``, and the service removed the worker's directory with the episode's databases.
+    The engine's own front, which keeps the scenario it started with, would have replaced the worker and served on. Now
+    the server stops, saying why, and the databases are saved."""
+    proc, url, out, session = lean_server(tmp_path, service_dir, DIE)
+    try:
+        (tmp_path / "data-session").rename(tmp_path / "data-moved")
+        with httpx.Client(timeout=60) as client:
+            with pytest.raises(httpx.HTTPError):
+                rpc(client, url, session, 3, "die", {})
+        assert ended(proc, 120), "the server did not stop"
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0 and "could not be loaded again" in err, err
+    assert "stopped; databases in" in err, err
+    assert notes(out / "final.db")[-1] == "kept"
+    assert not (out / ".awm").exists()

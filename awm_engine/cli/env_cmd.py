@@ -288,7 +288,12 @@ async def _serve_resumed(args: argparse.Namespace, state: dict) -> int:
         _STARTED_BY = state["front"]["exit_with_parent"]
     scenario = None
     if state["why"] != "stop":  # (closing needs no catalog: the episode's databases are where the state says)
-        scenario = get_scenario(load_catalog(args, quiet=True), args.scenario)
+        try:
+            scenario = get_scenario(load_catalog(args, quiet=True), args.scenario)
+        except CliError as exc:  # its data changed since it started (the engine's own front keeps its scenario)
+            stderr.print(f"the environment worker needs the engine, but {args.scenario} could not be loaded again "
+                         f"({exc}): the server stops", markup=False)
+            state["why"] = "stop"  # (exiting here would leave the databases in the worker's directory, to be removed)
     return await _serve_on(args, scenario, out, state["front"]["port"], None, result_cap_from_args(args), state)
 
 
