@@ -179,3 +179,26 @@ def test_a_worker_that_dies_after_its_data_directory_moved_leaves_the_databases(
     assert "stopped; databases in" in err, err
     assert notes(out / "final.db")[-1] == "kept"
     assert not (out / ".awm").exists()
+
+
+def test_a_fault_of_the_lean_front_hands_the_episode_back(tmp_path, service_dir):
+    """An exception in the lean front (here: a write error on calls.jsonl, as on a full disk: ``/dev/full``) ended
+    the process with a traceback; the lease closed and the service removed the worker's directory with the episode's
+    databases. The engine's front, on the same fault, stops reading the worker and keeps the episode. Now the lean
+    front says what happened and hands the episode back to the engine."""
+    a_spare(service_dir)
+    (tmp_path / "session").mkdir()
+    (tmp_path / "session" / "calls.jsonl").symlink_to("/dev/full")
+    proc, port, out = serve(tmp_path, "")
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        until(lambda: _is_lean(proc.pid), "the server to go lean")
+        session = initialized(url)
+        with httpx.Client(timeout=60) as client:
+            assert rpc(client, url, session, 2, "add_note", {"text": "kept"}).status_code == 200
+        until(lambda: not _is_lean(proc.pid), "the lean front to end")
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0 and "stopped; databases in" in err, err
+    assert "the lean front failed" in err, err
+    assert notes(out / "final.db")[-1] == "kept"

@@ -459,7 +459,13 @@ def main() -> None:
         state["why"] = "lean_refused"  # the engine serves on: it never runs without what it had
         execute(state["engine"], state)
     front = LeanFront(state)
-    front.run()
+    try:
+        front.run()
+    except Exception:  # a fault of this front (a write error on calls.jsonl …): said, and the engine takes the episode
+        # back — ending here would lose it (the lease closes: the service removes the worker's directory, databases too)
+        sys.stderr.write("the lean front failed; the engine takes the episode back:\n")
+        sys.excepthook(*sys.exc_info())
+        front.why = front.why or "lean_failed"
     front.handback()
 
 
