@@ -202,3 +202,21 @@ def test_a_fault_of_the_lean_front_hands_the_episode_back(tmp_path, service_dir)
     assert proc.returncode == 0 and "stopped; databases in" in err, err
     assert "the lean front failed" in err, err
     assert notes(out / "final.db")[-1] == "kept"
+
+
+def test_the_engines_exit_clean_up_runs_before_it_execs_the_lean_front(tmp_path, service_dir):
+    """An ``exec`` runs no ``atexit``: the engine that built the scenario's template (a sandbox of its own) left its
+    sandbox view's directory (``/tmp/awm_view_*``) and its memory cgroup (``awm-total-<pid>-all``) behind for good
+    — the engine it execs again later knows neither — until a later pool start swept them after the server's end
+    (the test suite's own check found the directory). What the engine does at exit, it now does before the exec."""
+    from awm_engine.sandbox import limits, owned
+
+    proc, url, out, _ = lean_server(tmp_path, service_dir, note=None)
+    try:
+        views = [p for p in Path("/tmp").glob("awm_view_*") if (owned.owner_of(p) or {}).get("pid") == str(proc.pid)]
+        groups = [g for root in limits.cgroup_support()[0].values() for g in root.rglob(f"awm-*-{proc.pid}-*")]
+        assert _is_lean(proc.pid)
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    assert not views and not groups, (views, groups)

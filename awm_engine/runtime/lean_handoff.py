@@ -10,6 +10,7 @@ never writes what the engine reads of the episode; it passes it back as it got i
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -96,6 +97,9 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
             "session": session,
         },
     }
+    # this program ends here: what it does at exit, it does now (an exec runs no ``atexit``) — the sandboxes it
+    # started stopped (a template build), its memory cgroup and its sandbox view's files removed
+    atexit._run_exitfuncs()
     try:
         lean_front.execute(lean_argv(), state)
     finally:  # (only when the exec failed)
