@@ -220,3 +220,16 @@ def test_the_engines_exit_clean_up_runs_before_it_execs_the_lean_front(tmp_path,
         err = stop(proc)
     assert proc.returncode == 0, err
     assert not views and not groups, (views, groups)
+
+
+def test_a_stop_signal_after_the_worker_needs_the_engine_still_stops_the_server():
+    """A SIGTERM that came once the lean front had decided to hand the episode back because of the worker (it died,
+    broke the protocol) — while it drained the worker's output or closed its admissions — was taken by its handler and
+    dropped (``why`` stayed ``worker``): the engine took the episode back and served on. The engine's own front would
+    have stopped. A stop now wins over the worker's reason (the engine closes the episode whatever the worker did)."""
+    from awm_engine.runtime import lean_front
+
+    front = object.__new__(lean_front.LeanFront)
+    front.why = "worker"
+    front._on_signal(signal.SIGTERM, None)
+    assert front.why == "stop"

@@ -199,7 +199,7 @@ class LeanFront:
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, STOP_SIGNALS)  # (held by the engine: one sent meanwhile comes)
 
     def _on_signal(self, signum, frame) -> None:
-        self.why = self.why or "stop"
+        self.why = "stop"  # (also when the worker needs the engine: the engine would serve on, the stop be lost)
 
     # the worker's side
 
@@ -368,6 +368,10 @@ class LeanFront:
     def handback(self) -> None:
         """``exec`` the engine again (``awm``'s own command line) with the state; connections being admitted are
         closed (their clients see the connection end before any request was read: they may send it again)."""
+        # blocked across the exec (pending, not lost): the engine takes one sent from now on once it holds the
+        # episode again — then it stops, or, when it is already stopping, ignores it (the clean-up is not cut short);
+        # one sent before is in ``why`` (blocking runs its handler)
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
         for fd in list(self.admitting):
             self._drop(fd)
         state = self.state
@@ -377,9 +381,6 @@ class LeanFront:
         posix.set_blocking(self.output, True)  # (a file description's flag: the engine's log thread reads blocking)
         for fd in state["fds"].values():
             posix.set_inheritable(fd, True)
-        # blocked across the exec (pending, not lost): the engine takes one sent meanwhile once it holds the episode
-        # again — then it stops, or, when it is already stopping, ignores it (the clean-up is not cut short)
-        _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
         execute(state["engine"], state)
 
 
