@@ -301,6 +301,7 @@ ENGINE_STANDIN = (  # what the lean front exec's to hand back: this writes what 
     "import json, os, sys; from awm_engine.runtime import lean_front; "
     "state = lean_front.read_state(int(os.environ['AWM_SERVE_STATE_FD'])); "
     "state['inheritable'] = {k: os.get_inheritable(v) for k, v in state['fds'].items()}; "
+    "state['control_prefix'] = state['control_prefix'].decode('latin-1'); "
     "open(sys.argv[1], 'w').write(json.dumps(state))")
 
 
@@ -328,7 +329,7 @@ def run_lean(tmp_path, calls_path: str | None = None, prefix: bytes = b"", then=
                        "line_limit": 16 << 20, "exit_with_parent": None, "need_nondumpable": True},
              "calls": {"path": calls_path or str(tmp_path / "calls.jsonl"), "left": 1 << 20},
              "log": {"path": str(tmp_path / "server.log"), "cap": 1 << 20, "note": "[cap]\n"},
-             "control_prefix": prefix.decode("latin-1"), "engine_state": {"kept": ["as", "it", "was"]}}
+             "control_prefix": prefix, "engine_state": {"kept": ["as", "it", "was"]}}
     fd = lean_front.write_state(state)
     proc = subprocess.Popen(lean_argv(), pass_fds=[*fds.values(), fd], stderr=subprocess.PIPE,
                             env={**os.environ, lean_front.STATE_ENV: str(fd), "PYTHONPATH": os.getcwd()})

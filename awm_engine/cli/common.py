@@ -122,6 +122,12 @@ def ignore_sigterm() -> None:
         _sigterm["ignored"] = True
 
 
+def stop_requested() -> bool:
+    """Whether a SIGTERM or a Ctrl-C has stopped the running ``run_async`` (its main task is, or is about to be,
+    cancelled)."""
+    return _sigterm is not None and bool(_sigterm["terminated"] or _sigterm["interrupted"])
+
+
 STILL_STOPPING = b"still stopping: the clean-up finishes on its own (SIGKILL abandons it)\n"
 
 

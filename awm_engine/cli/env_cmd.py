@@ -239,7 +239,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                     stderr.print(f"MCP (streamable HTTP) at {url}  — ctrl+c to stop", markup=False)
                 if lean_handoff.refusal(args.stdio, episode.worker, harden_parent()) is None:
                     # the next server of this scenario finds a spare with its module loaded; then the rest of the
-                    # serving is done by a process of Python's built-in modules (~9 MB instead of ~32)
+                    # serving is done by a process of Python's built-in modules (~9 MB instead of ~32); unless a
+                    # stop came first (go_lean returns: the task's cancel is on its way)
                     await pool.bind_next(scenario)
                     lean_handoff.go_lean(listener=listener, worker=episode.worker, episode=episode, calls=calls,
                                          port=port, token=token,
@@ -248,6 +249,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
             elif resumed["why"] == "stop":
                 raise asyncio.CancelledError
             else:  # the worker needs the engine (it died, would not stop, broke the protocol), or lean was refused
+                # the episode is this process's again: a SIGINT or SIGTERM held since the lean front's exec stops it now
+                lean_handoff.release_stops()
                 await front.ready()
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
@@ -390,7 +393,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from awm_engine.runtime import lean_handoff
 
     resumed = lean_handoff.take_state()
-    if resumed is not None and resumed["why"] == "stop":  # SIGINT and SIGTERM stay ignored: the clean-up only
+    if resumed is not None and resumed["why"] == "stop":  # SIGINT and SIGTERM ignored: the clean-up only
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        lean_handoff.release_stops()  # (held across the exec: one sent meanwhile is dropped, the server is stopping)
         return asyncio.run(_serve_resumed(args, resumed))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

@@ -15,8 +15,9 @@ Everything else goes back to the engine: the process ``exec``s ``awm`` again (it
 memfd named by ``AWM_SERVE_STATE_FD``) when it is told to stop (SIGINT, SIGTERM, ``--exit-with-parent``) — the
 engine then closes the episode and moves its databases — and when the worker needs the engine: it died, it said a
 handler would not stop, or it sent anything but a plain call record (a line this front does not take as exactly
-what an honest worker sends is not read: the engine reads it, as it would have). SIGINT and SIGTERM are ignored
-across that ``exec``, so a second one cannot cut the clean-up short.
+what an honest worker sends is not read: the engine reads it, as it would have). SIGINT and SIGTERM are blocked
+across each ``exec`` (``lean_handoff.hold_stops``): one sent while the next program starts is taken once it has set
+its handlers — never lost, never killing the process — and one sent while the engine cleans up cannot cut it short.
 """
 import _json
 import _signal
@@ -33,12 +34,13 @@ else:  # imported from its own directory by ``python -I -S``: the two helper fil
     import http_guard  # noqa: E402
     import http_head  # noqa: E402
 
-FORMAT = 1
+FORMAT = 2  # (2: the control bytes not taken follow the state's line, raw)
 STATE_ENV = "AWM_SERVE_STATE_FD"
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 READ = 1 << 16
 ACCEPT_SHORTAGES = {24, 23, 105, 12}  # EMFILE, ENFILE, ENOBUFS, ENOMEM: wait for admissions to end
 ACCEPT_SKIPPED = {103, 71, 1}  # ECONNABORTED, EPROTO, EPERM: that connection only
+STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
 
 
 # --- JSON with _json alone (what ``json.loads`` and ``data.jsonl.dumps_text`` give, for what an honest worker sends)
@@ -181,7 +183,7 @@ class LeanFront:
         self.calls = CallsLog(state["calls"]["path"], state["calls"]["left"])
         log = state["log"]
         self.log = LogCopy(self.output, log["path"], log["cap"], log["note"].encode())
-        self.pending = bytearray(state["control_prefix"].encode("latin-1"))  # control bytes not taken yet
+        self.pending = bytearray(state["control_prefix"])  # control bytes not taken yet
         self.scanned = 0  # of ``pending``: no newline before this
         self.admitting: dict[int, Admission] = {}
         self.poller = select.poll()
@@ -192,11 +194,12 @@ class LeanFront:
         posix.set_blocking(self.wake_r, False)
         posix.set_blocking(wake_w, False)
         _signal.set_wakeup_fd(wake_w)
-        for signum in (_signal.SIGINT, _signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             _signal.signal(signum, self._on_signal)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, STOP_SIGNALS)  # (held by the engine: one sent meanwhile comes)
 
     def _on_signal(self, signum, frame) -> None:
-        self.why = self.why or "stop"
+        self.why = "stop"  # (also when the worker needs the engine: the engine would serve on, the stop be lost)
 
     # the worker's side
 
@@ -365,24 +368,27 @@ class LeanFront:
     def handback(self) -> None:
         """``exec`` the engine again (``awm``'s own command line) with the state; connections being admitted are
         closed (their clients see the connection end before any request was read: they may send it again)."""
+        # blocked across the exec (pending, not lost): the engine takes one sent from now on once it holds the
+        # episode again — then it stops, or, when it is already stopping, ignores it (the clean-up is not cut short);
+        # one sent before is in ``why`` (blocking runs its handler)
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
         for fd in list(self.admitting):
             self._drop(fd)
-        self.state["control_prefix"] = self.pending.decode("latin-1")
+        self.state["control_prefix"] = self.pending
         self.state["calls"]["left"] = self.calls.left
         hand_back(self.state, self.why)
 
 
 def hand_back(state: dict, why: str) -> None:
+    """``exec`` the engine with ``state``, saying ``why``; the stop signals blocked across it (see ``handback``)."""
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
     state["why"] = why
-    try:
-        posix.set_blocking(state["fds"]["output"], True)  # (a file description's flag: the engine's log thread
-        # reads it blocking)
+    try:  # (a file description's flag: the engine's log thread reads it blocking)
+        posix.set_blocking(state["fds"]["output"], True)
     except OSError:
         pass
     for fd in state["fds"].values():
         posix.set_inheritable(fd, True)
-    for signum in (_signal.SIGINT, _signal.SIGTERM):  # ignored across the exec: the clean-up is not cut short
-        _signal.signal(signum, _signal.SIG_IGN)
     execute(state["engine"], state)
 
 
@@ -391,9 +397,13 @@ def _readable(fd: int) -> bool:
 
 
 def write_state(state: dict) -> int:
-    """The state on an inheritable memfd (its number goes in ``STATE_ENV``)."""
+    """The state on an inheritable memfd (its number goes in ``STATE_ENV``): a line of JSON, then the control bytes
+    not taken (``control_prefix``) as they are — in the JSON, as a string, each byte of 0x80 or more took six, and a
+    worker's 16 MiB of them took the process to 340 MB handing them over and reading them back."""
+    fields = {k: v for k, v in state.items() if k != "control_prefix"}
     fd = posix.memfd_create("awm-serve-state", 0)
-    _write_all(fd, "".join(_ascii(state, 0)).encode())
+    _write_all(fd, "".join(_ascii(fields, 0)).encode() + b"\n")
+    _write_all(fd, state.get("control_prefix", b""))
     posix.lseek(fd, 0, 0)
     return fd
 
@@ -406,9 +416,13 @@ def read_state(fd: int) -> dict:
             break
         chunks.append(chunk)
     posix.close(fd)
-    obj = loads_line(b"".join(chunks) + b"\n")
+    data = b"".join(chunks)
+    del chunks
+    end = data.find(b"\n") + 1
+    obj = loads_line(data[:end]) if end else None
     if type(obj) is not dict or obj.get("format") != FORMAT:
         raise ValueError("not a state of this awm")
+    obj["control_prefix"] = data[end:]
     return obj
 
 
@@ -456,17 +470,18 @@ def main() -> None:
     try:
         front = LeanFront(state)
         front.run()
-        front.handback()
-    except Exception as exc:  # a fault of this front: the engine serves on with its own, the episode intact
+    except Exception as exc:  # a fault of this front (a write error on calls.jsonl …): said, and the engine takes
+        # the episode back — ending here would lose it (the lease closes: the service removes the worker's directory,
+        # databases too); it serves on with its own front, or stops when that was asked
         try:
-            posix.write(2, f"awm: the lean front failed ({type(exc).__name__}: {exc}); awm's own front serves on "
-                           "(AWM_SERVE_LEAN=0 keeps it always)\n".encode("utf-8", "replace"))
+            posix.write(2, f"awm: the lean front failed ({type(exc).__name__}: {exc}); the engine takes the episode "
+                           "back (AWM_SERVE_LEAN=0 keeps the engine's front always)\n".encode("utf-8", "replace"))
         except OSError:
             pass
-        if front is not None and hasattr(front, "pending"):
-            state["control_prefix"] = front.pending.decode("latin-1")
-            state["calls"]["left"] = front.calls.left
-        hand_back(state, "lean_failed")
+        if front is None:
+            hand_back(state, "lean_failed")
+        front.why = front.why if front.why == "stop" else "lean_failed"
+    front.handback()
 
 
 if __name__ == "__main__":

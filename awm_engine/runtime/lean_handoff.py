@@ -4,22 +4,37 @@ modules only (``go_lean``), and taking the episode back when that front ``exec``
 
 Only what the lean front needs, and what the engine needs back, crosses an ``exec``: descriptors (the listening
 socket, the leased worker's control socket, descriptor channel, output pipe and pidfd, the lease itself) and a
-state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining allowance, the control bytes
-read and not yet taken, and the episode as the engine knows it. The lean front never writes what the engine reads
-of the episode; it passes it back as it got it.
+state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining allowance and the episode as
+the engine knows it on a line of JSON, then the control bytes read and not yet taken, as they are. The lean front
+never writes what the engine reads of the episode; it passes it back as it got it.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from awm_engine.runtime import lean_front
 
 LEAN_ENV = "AWM_SERVE_LEAN"  # "0": the engine's own front serves throughout (``awm env serve``)
 PROCESS_ENTRY: list[bool] = []  # [True] once ``awm``'s ``main`` runs as this process's program (never in-process)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def hold_stops() -> None:
+    """SIGINT and SIGTERM blocked: one sent from now on stays pending, across an ``exec`` too, until the program then
+    running has its handlers set and releases it (``release_stops``; ``lean_front`` does the same). An ``exec`` resets
+    handlers to the default: a SIGTERM sent while the next program starts killed the process, and with it the
+    episode's databases (the lease closed, the service removed the worker's directory); ignored, it was lost."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
+def release_stops() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
@@ -46,11 +61,17 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
 
 
 def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, port: int, token: str | None,
-            exit_with_parent: int | None, session: dict[str, Any]) -> NoReturn:
-    """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it)."""
+            exit_with_parent: int | None, session: dict[str, Any]) -> None:
+    """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it). Returns
+    only when a SIGINT or SIGTERM came first: its cancel of the server's task is on its way, the engine stops."""
+    from awm_engine.cli.common import stop_requested
     from awm_engine.runtime import mcp_server, protocol
     from awm_engine.sandbox.output import LOG_CAP, cap_note
 
+    hold_stops()  # a stop sent from now on waits for the lean front's handlers
+    if stop_requested():  # (one handled before: the engine's handler already cancels the server's task)
+        release_stops()
+        return
     lease = worker.lease
     lease.stop_log()
     unread = worker.detach()
@@ -69,7 +90,7 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
                   "exit_with_parent": exit_with_parent, "need_nondumpable": True},
         "calls": {"path": str(calls.path), "left": calls.left},
         "log": {"path": str(worker.log_path), "cap": LOG_CAP, "note": cap_note(LOG_CAP).decode()},
-        "control_prefix": unread.decode("latin-1"),
+        "control_prefix": unread,  # (bytes: raw after the state's line, ``lean_front.write_state``)
         "engine_state": {
             "lease": {"pid": lease.pid, "home": str(lease.home), "protections": lease.protections,
                       "bound": lease.bound},
@@ -82,8 +103,13 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
             "session": session,
         },
     }
-    lean_front.execute(lean_argv(), state)
-    raise OSError("exec returned")  # (os.execv raises on failure; never reached otherwise)
+    # this program ends here: what it does at exit, it does now (an exec runs no ``atexit``) — the sandboxes it
+    # started stopped (a template build), its memory cgroup and its sandbox view's files removed
+    atexit._run_exitfuncs()
+    try:
+        lean_front.execute(lean_argv(), state)
+    finally:  # (only when the exec failed)
+        release_stops()
 
 
 def lean_argv() -> list[str]:
@@ -127,7 +153,7 @@ async def readopt(pool: Any, scenario: Any, state: dict[str, Any], on_event: Any
     worker.scenario = w["scenario"]
     worker.on_event = on_event
     pool.workers.append(worker)
-    await worker.adopt(lease, state["control_prefix"].encode("latin-1"))
+    await worker.adopt(lease, state["control_prefix"])
     info = EpisodeInfo(ep["id"], ep["scenario"], Path(ep["run_dir"]), Path(ep["live_dir"]))
     episode = PoolEpisode(pool, scenario, info, worker, ep["tools"], ep["shared"], ep["schema_check"])
     episode.methods, episode.task_idx, episode.template = ep["methods"], ep["task_idx"], ep["template"]
