@@ -52,6 +52,16 @@ async def oracle_run(runs: Path) -> Path:
     return run_dir
 
 
+async def replay_ready(pilot, run_dir: Path) -> ReplayScreen:
+    """The replay of ``run_dir``, opened once the catalog is read, when its states are rebuilt."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog), timeout=90, what="the catalog")
+    app.open_replay(run_dir)
+    await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.run.states, timeout=90,
+                     what="the replay's states")
+    return app.screen
+
+
 async def test_ctrl_e_in_the_search_box_opens_the_dashboard(runs):
     app = AwmApp(None, cursor_blink=False, runs_root=runs)
     async with app.run_test(size=SIZE) as pilot:

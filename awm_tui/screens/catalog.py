@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 
 from rich.text import Text
 from textual import work
@@ -167,10 +166,7 @@ class CatalogScreen(Screen):
     def action_move_row(self, key: str) -> None:
         """↑ ↓ PgUp PgDn Home End in the list, handled as the key is read (an enter typed after them opens the row
         they moved to)."""
-        table = self.query_one(VirtualTable)
-        {"down": partial(table.action_cursor, 1), "up": partial(table.action_cursor, -1),
-         "pagedown": partial(table.action_page, 1), "pageup": partial(table.action_page, -1),
-         "home": partial(table.action_jump, 0), "end": partial(table.action_jump, -1)}[key]()
+        self.query_one(VirtualTable).move(key)
 
     async def _searched(self) -> Input:
         """The search box once it has handled every key typed into it (enter is read before them), the list

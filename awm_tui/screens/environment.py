@@ -31,6 +31,7 @@ from awm_engine.verify.doctor import Diagnosis, diagnose, quick_diagnosis
 from ..actions import bindings
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
+from .leaving import screen_left
 
 PAGE = 50
 SQL_SECONDS = sql_box.SECONDS  # the box's deadline: executing, fetching and rendering (engine: data/sql_box.py)
@@ -294,9 +295,9 @@ class EnvironmentScreen(Screen):
     LATE_FILLED = ("overview-body", "data-tables", "data-status", "data-grid")  # what callbacks and workers fill
 
     def left(self) -> bool:
-        """The screen was left, or is being left: a callback or worker that ends now fills nothing. Still attached
-        is not enough: a screen being removed loses its widgets first (esc right after enter, a busy machine)."""
-        return not self.is_attached or not all(self.query(f"#{part}") for part in self.LATE_FILLED)
+        """The screen was left, or is being left (``screen_left``), or what they fill is gone: a callback or worker
+        that ends now fills nothing."""
+        return screen_left(self) or not all(self.query(f"#{part}") for part in self.LATE_FILLED)
 
     def _data_status(self, text: str | Text) -> None:
         if not self.left():

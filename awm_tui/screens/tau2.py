@@ -46,6 +46,7 @@ from ..widgets.diff_view import DiffView
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
+from .leaving import screen_left
 from .replay import ReplayScreen
 
 PREVIEW_ROWS = 20
@@ -581,6 +582,8 @@ class Tau2ReplayScreen(ReplayScreen):
         self.call_after_refresh(self._tau2_view)
 
     def _tau2_view(self) -> None:
+        if screen_left(self):  # esc right after enter: closed before its first refresh
+            return
         steps = self.query_one("#steps", OptionList)
         steps.clear_options()
         steps.add_options([Option(Text(f"{s.index:>2}. {self.label(s)}" + (" ✗" if s.is_error else "")),
@@ -591,7 +594,7 @@ class Tau2ReplayScreen(ReplayScreen):
         self.query_one("#verdict-tab", TabPane).mount(verdict)
         path = self.run.run_dir / "reward.json"
         info = json.loads(path.read_text()) if path.is_file() else None
-        self.call_after_refresh(verdict.show, info, self.run.stop_reason, self.run.run_dir)
+        self.call_after_refresh(lambda: screen_left(self) or verdict.show(info, self.run.stop_reason, self.run.run_dir))
         self.show_step(self.current)
 
     @staticmethod
