@@ -7,7 +7,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.catalog_rows import CatalogRow
@@ -15,6 +15,7 @@ from awm_engine.data.terminal import visible
 
 from ..actions import bindings
 from ..views.catalog_rows import Row, health_cell, problem_cell
+from ..widgets.footer import KeyFooter
 from ..widgets.virtual_table import VirtualTable
 
 COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health", "problems")
@@ -46,7 +47,7 @@ class CatalogScreen(Screen):
         yield Input(placeholder="type to filter environments (name, key)…", id="search")
         yield VirtualTable(id="catalog")
         yield Static("loading…", id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(VirtualTable)

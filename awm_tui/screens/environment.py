@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
+from textual.widgets import DataTable, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
 
 from awm_engine.data import codeinfo, sql_box
@@ -29,6 +29,7 @@ from awm_engine.runtime.openapi_tools import schema_problem_note
 from awm_engine.verify.doctor import Diagnosis, diagnose, quick_diagnosis
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
 from .leaving import screen_left
@@ -130,7 +131,7 @@ class EnvironmentScreen(Screen):
                 with Horizontal():
                     yield OptionList(id="task-list")
                     yield VerticalScroll(Static(id="task-detail"), id="task-right")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if not getattr(self.app, "cursor_blink", True):

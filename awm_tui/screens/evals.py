@@ -8,7 +8,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
+from textual.widgets import Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from awm_engine.bench.tau2.run import is_tau2_run
@@ -22,6 +22,7 @@ from awm_engine.eval.runs import (
 
 from ..actions import bindings
 from ..views.run_view import RunView
+from ..widgets.footer import KeyFooter
 from ..widgets.virtual_table import VirtualTable
 from .bfcl import (
     CATEGORY_COLUMNS,
@@ -93,7 +94,7 @@ class EvalScreen(Screen):
                 yield ProgressBar(id="progress", show_eta=False)
                 yield VirtualTable(id="scenario-table")
                 yield VirtualTable(id="rollout-table")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = "Evaluations"

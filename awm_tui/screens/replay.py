@@ -12,7 +12,7 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Header, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.replay import RunReplay
@@ -22,6 +22,7 @@ from awm_engine.runtime.episode import is_environment_error
 
 from ..actions import bindings
 from ..widgets.diff_view import DiffTable, DiffView
+from ..widgets.footer import KeyFooter
 from ..widgets.verdict import SideBySide
 from .leaving import screen_left
 
@@ -67,7 +68,7 @@ class ReplayScreen(Screen):
                     yield DiffView(id="step-diff")
             with TabPane("Verdict", id="verdict-tab"):
                 yield SideBySide(id="side")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         run = self.run

@@ -19,7 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, endpoint_names, load_config, resolve_endpoint
@@ -43,6 +43,7 @@ from ..actions import bindings
 from ..views.catalog_rows import ProblemCount, Row
 from ..views.run_view import RunView
 from ..widgets.diff_view import DiffView
+from ..widgets.footer import KeyFooter
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
@@ -226,7 +227,7 @@ class Tau2Screen(Screen):
                 with Horizontal():
                     yield OptionList(id="tau2-task-list", markup=False)  # the domain's names: text
                     yield VerticalScroll(Static(id="tau2-task-detail"), classes="tau2-right")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = self.scenario.name
@@ -443,7 +444,7 @@ class Tau2PlayScreen(Screen):
         yield Static("opening the episode…", id="tau2-play-status")
         yield Input(placeholder="a message, or /tool {json args}; /tools lists your tools", id="tau2-input",
                     disabled=self.mode == "watch")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = f"τ²-bench · {self.scenario.domain} · {self.mode}"
