@@ -30,6 +30,17 @@ class ActionSpec:
     footer: str | None = None  # a shorter label for the footer (80 columns hold every screen's keys)
 
 
+def row_moves(scope: str, noun: str) -> tuple[ActionSpec, ...]:
+    """↑ ↓ PgUp PgDn Home End in a screen's list (its ``move_row``: ``VirtualTable.move``), read as the app reads each
+    key (priority), so that an enter read at once after them opens the row they moved to."""
+    nouns = noun.capitalize() + "s"
+    moves = (("down", "down", f"Next {noun}"), ("up", "up", f"Previous {noun}"),
+             ("page_down", "pagedown", f"{nouns} page down"), ("page_up", "pageup", f"{nouns} page up"),
+             ("first", "home", f"First {noun}"), ("last", "end", f"Last {noun}"))
+    return tuple(ActionSpec(f"{scope}.{name}", f"move_row('{key}')", key, description, scope, show=False,
+                            priority=True) for name, key, description in moves)
+
+
 ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("app.quit", "quit", "ctrl+q", "Quit", "app", priority=True),
     ActionSpec("app.help", "help", "f1,question_mark", "Keys", "app", key_display="?"),
@@ -44,15 +55,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("catalog.sort", "cycle_sort", "s", "Sort", "catalog", priority=True),
     ActionSpec("catalog.reverse", "reverse_sort", "r", "Reverse", "catalog", priority=True),
     ActionSpec("catalog.clear", "clear_search", "escape", "Clear search", "catalog", show=False, priority=True),
-    ActionSpec("catalog.down", "move_row('down')", "down", "Next environment", "catalog", show=False, priority=True),
-    ActionSpec("catalog.up", "move_row('up')", "up", "Previous environment", "catalog", show=False, priority=True),
-    ActionSpec("catalog.page_down", "move_row('pagedown')", "pagedown", "Environments page down", "catalog",
-               show=False, priority=True),
-    ActionSpec("catalog.page_up", "move_row('pageup')", "pageup", "Environments page up", "catalog", show=False,
-               priority=True),
-    ActionSpec("catalog.first", "move_row('home')", "home", "First environment", "catalog", show=False,
-               priority=True),
-    ActionSpec("catalog.last", "move_row('end')", "end", "Last environment", "catalog", show=False, priority=True),
+    *row_moves("catalog", "environment"),
     # priority: ctrl+e opens the dashboard from the search box too (the field's own ctrl+e is its End key)
     ActionSpec("app.evals", "evaluations", "ctrl+e", "Evaluations", "catalog", priority=True),
     # priority: read at once, so the keys typed after it are the catalog's (not lost on the screen being left)
@@ -117,6 +120,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("replay.back", "back", "escape", "Back", "replay"),
     # priority, and the focus moves at once: the arrows and enter typed right after ctrl+o are the rollouts'
     ActionSpec("evals.rollouts", "focus_rollouts", "ctrl+o", "Rollouts", "evals", priority=True),
+    # read as the app reads the key, as in the catalog (the rollouts' keys too, so that none overtakes another): enter
+    # opens the rollout the keys before it moved to, and the keys typed after it (esc) wait for the screen it opened
+    # and land in it (app.py); they closed the dashboard, and the replay opened over the catalog
+    ActionSpec("evals.open", "open_rollout", "enter", "Open the rollout (rollouts)", "evals", show=False,
+               priority=True),
+    *row_moves("evals", "rollout"),
     ActionSpec("evals.back", "back", "escape", "Back", "evals"),
     ActionSpec("evals.grouping", "toggle_grouping", "g", "Columns: paper / AWM (MCP-Universe)", "evals",
                footer="Columns"),

@@ -104,3 +104,56 @@ async def test_the_dashboard_lists_rollouts_by_task_not_as_they_finished(tmp_pat
                 break
             await pilot.pause(0.1)
         assert [str(rollouts.get_row_at(i)[1]) for i in range(3)] == ["0", "1", "2"]
+
+
+async def test_esc_typed_right_after_enter_closes_the_replay_enter_opened(tmp_path):
+    """In the dashboard, enter (replay the selected rollout) then esc typed at once: esc closed the dashboard, and
+    the replay opened over the catalog. The keys act in the order typed, each on what it would have acted on: enter
+    opens the replay, esc closes it, and the dashboard is back."""
+    import asyncio
+
+    from test_tui_entry_points import oracle_run
+    from test_tui_play_typing import burst, wait_until
+
+    from awm_engine.cli import main as awm
+
+    out = tmp_path / "eval" / "oracle"
+    assert await asyncio.to_thread(awm, oracle_run(out)) == 0
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
+        app.open_evaluations(out)
+        await wait_until(pilot, lambda: app.screen.query("#rollout-table")
+                         and app.screen.query_one("#rollout-table").row_count >= 3)
+        dashboard = app.screen
+        pushed = []
+        push_screen = app.push_screen
+        app.push_screen = lambda screen, *args, **kwargs: (pushed.append(screen), push_screen(screen, *args,
+                                                                                              **kwargs))[1]
+        burst(app, ["ctrl+o", "down", "enter", "escape"])
+        replays = lambda: [s for s in pushed if isinstance(s, ReplayScreen)]  # noqa: E731
+        # both outcomes end here: the replay opened and was closed, or the dashboard was closed
+        await wait_until(pilot, lambda: replays() and (replays()[0] not in app.screen_stack
+                                                       or dashboard not in app.screen_stack))
+        assert app.screen is dashboard and len(replays()) == 1 and replays()[0].run.task_id == 1
+        burst(app, ["escape"])  # the dashboard's own esc still closes it
+        await wait_until(pilot, lambda: dashboard not in app.screen_stack)
+
+
+async def test_a_replay_rebuilt_as_it_is_being_closed_fills_nothing(tmp_path):
+    """esc typed right after enter closes the replay enter opened (above), often before the rebuild of its states
+    ends: under two CPU hogs it ended as the replay was being removed (still attached, its widgets gone) and stopped
+    the app with NoMatches('#replay-state'). A replay that was closed fills nothing."""
+    from test_tui_narrow import oracle_run, replay_ready
+    from test_tui_play_typing import wait_until
+
+    run = await oracle_run(tmp_path)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await replay_ready(pilot, run)
+        await screen.query_one("#replay-state").remove()  # as the screen's removal does, before the screen goes
+        app.pop_screen()
+        assert screen.is_attached
+        screen.state("late")  # what the rebuild does as it ends
+        await wait_until(pilot, lambda: not screen.is_attached)
+        assert app.is_running

@@ -37,18 +37,13 @@ async def test_replay_steps_typed_at_once_settle_on_the_last_one(tmp_path):
     """→ → typed at once (or → held) in the replay: each step's highlight message arrived after the next step was
     shown and moved the replay back to it, which moved it forward again: the replay swung between two steps for
     ever, recomposing the diff each time (the UI never went idle). It settles on the step the keys reach."""
-    from test_tui_narrow import oracle_run
+    from test_tui_narrow import oracle_run, replay_ready
     from textual.widgets import OptionList
-
-    from awm_tui.screens.replay import ReplayScreen
 
     run = await oracle_run(tmp_path)
     app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog))
-        app.open_replay(run)
-        await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.run.states)
-        screen = app.screen
+        screen = await replay_ready(pilot, run)
         last = len(screen.run.steps) - 1
         assert last >= 2
         shown = []

@@ -1,5 +1,6 @@
-"""The TUI in an 80×24 terminal, the smallest common one: every screen's footer shows all its keys, the rows of
-controls wrap instead of pushing a button off the screen, and ctrl+e opens the dashboard from the search box."""
+"""The TUI in an 80×24 terminal, the smallest common one: every screen's footer shows all its keys (at 60 columns,
+the key help "? Keys" and the others that fit whole), the rows of controls wrap instead of pushing a button off the
+screen, and ctrl+e opens the dashboard from the search box."""
 from __future__ import annotations
 
 import asyncio
@@ -24,13 +25,14 @@ SIZE = (80, 24)
 ENV = "maple_library_lending"
 
 
-def hidden_footer_keys(screen) -> list[str]:
-    """The footer's keys (not the palette's, kept on the right) that do not fit beside the palette's key."""
+def hidden_footer_keys(screen, width: int = SIZE[0], left_out: bool = True) -> list[str]:
+    """The footer's keys (not the palette's, kept on the right) that do not fit beside the palette's key, or
+    (``left_out``) that the footer left out for want of room."""
     keys = list(screen.query_one(Footer).query(FooterKey))
     palette = [k for k in keys if k.has_class("-command-palette")]
-    limit = min(k.region.x for k in palette) if palette else SIZE[0]
-    return [f"{k.key_display} {k.description}" for k in keys
-            if k not in palette and (k.region.width == 0 or k.region.right > limit)]
+    limit = min(k.region.x for k in palette) if palette else width
+    return [f"{k.key_display} {k.description}" for k in keys if k not in palette and (
+        (k.display or left_out) and (k.region.width == 0 or k.region.right > limit))]
 
 
 def inside(widget, size=SIZE) -> bool:
@@ -50,6 +52,16 @@ async def oracle_run(runs: Path) -> Path:
     run_dir = runs / "agents" / "oracle"
     await run_episode(catalog, scenario, 3, make_policy("oracle", scenario, 3), run_dir=run_dir)
     return run_dir
+
+
+async def replay_ready(pilot, run_dir: Path) -> ReplayScreen:
+    """The replay of ``run_dir``, opened once the catalog is read, when its states are rebuilt."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.catalog is not None and len(app.catalog), timeout=90, what="the catalog")
+    app.open_replay(run_dir)
+    await wait_until(pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.run.states, timeout=90,
+                     what="the replay's states")
+    return app.screen
 
 
 async def test_ctrl_e_in_the_search_box_opens_the_dashboard(runs):
@@ -109,17 +121,37 @@ async def open_screen(pilot, which: str, runs: Path):
 
 
 def footer_laid_out(screen) -> bool:
-    keys = list(screen.query(FooterKey))
+    keys = [k for k in screen.query(FooterKey) if k.display]  # not those left out for want of room
     return bool(keys) and all(k.region.width > 0 for k in keys)  # a key that never gets a place fails the test
 
 
-@pytest.mark.parametrize("which", ["catalog", "environment", "play", "rollout", "replay", "evals", "report", "gen"])
+SCREENS = ["catalog", "environment", "play", "rollout", "replay", "evals", "report", "gen"]
+
+
+@pytest.mark.parametrize("which", SCREENS)
 async def test_every_footer_key_shows_at_80_columns(which, runs):
     app = AwmApp(None, cursor_blink=False, runs_root=runs)
     async with app.run_test(size=SIZE) as pilot:
         await open_screen(pilot, which, runs)
         assert app.screen.has_class("-narrow", "-short")
-        assert hidden_footer_keys(app.screen) == []
+        assert hidden_footer_keys(app.screen) == []  # "? Keys" among them
+
+
+@pytest.mark.parametrize("which", SCREENS)
+async def test_the_key_help_shows_at_60_columns(which, runs):
+    """At 60 columns the footer cut "? Keys" off (the way to every key, those it has no room for too): it shows it
+    whole, and leaves out the keys it has no room for (Quit, then the screen's from the right; esc Back last) rather
+    than showing one cut."""
+    app = AwmApp(None, cursor_blink=False, runs_root=runs)
+    async with app.run_test(size=(60, 24)) as pilot:
+        await open_screen(pilot, which, runs)
+        footer = app.screen.query_one(Footer)
+        shown = [f"{k.key_display} {k.description}" for k in footer.query(FooterKey) if k.display]
+        assert "? Keys" in shown
+        assert "esc Back" in shown or which == "catalog"  # the catalog has no way back
+        assert hidden_footer_keys(app.screen, 60, left_out=False) == []
+        await pilot.resize_terminal(*SIZE)  # widened: every key is back
+        await wait_until(pilot, lambda: hidden_footer_keys(app.screen) == [], what="every footer key at 80 columns")
 
 
 async def test_the_rollout_controls_wrap_and_start_stays_on_screen(runs):

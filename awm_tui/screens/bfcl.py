@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from awm_engine.bench.bfcl import scores
 from awm_engine.bench.bfcl.run import BfclConfig, is_bfcl_run
@@ -19,6 +19,7 @@ from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
 
 from ..actions import ENTRY_ACTIONS, bindings
+from ..widgets.footer import KeyFooter
 
 CATEGORY_COLUMNS = ["category", "group", "correct", "scored", "accuracy %", "errors"]
 CATEGORY_WIDTHS = [24, 10, 8, 10, 10, 6]
@@ -104,7 +105,7 @@ class BfclEntryScreen(Screen):
         yield Header()
         with VerticalScroll(id="bfcl-entry"):
             yield from self.sections()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = f"BFCL · {self.record.get('entry_id')}"

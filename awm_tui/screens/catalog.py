@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.catalog_rows import CatalogRow
@@ -16,6 +15,7 @@ from awm_engine.data.terminal import visible
 
 from ..actions import bindings
 from ..views.catalog_rows import Row, health_cell, problem_cell
+from ..widgets.footer import KeyFooter
 from ..widgets.virtual_table import VirtualTable
 
 COLUMNS = ("scenario", "name", "tables", "tools", "tasks", "sql", "code", "health", "problems")
@@ -47,7 +47,7 @@ class CatalogScreen(Screen):
         yield Input(placeholder="type to filter environments (name, key)…", id="search")
         yield VirtualTable(id="catalog")
         yield Static("loading…", id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(VirtualTable)
@@ -167,10 +167,7 @@ class CatalogScreen(Screen):
     def action_move_row(self, key: str) -> None:
         """↑ ↓ PgUp PgDn Home End in the list, handled as the key is read (an enter typed after them opens the row
         they moved to)."""
-        table = self.query_one(VirtualTable)
-        {"down": partial(table.action_cursor, 1), "up": partial(table.action_cursor, -1),
-         "pagedown": partial(table.action_page, 1), "pageup": partial(table.action_page, -1),
-         "home": partial(table.action_jump, 0), "end": partial(table.action_jump, -1)}[key]()
+        self.query_one(VirtualTable).move(key)
 
     async def _searched(self) -> Input:
         """The search box once it has handled every key typed into it (enter is read before them), the list

@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
+from textual.widgets import DataTable, Header, Input, OptionList, Static, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
 
 from awm_engine.data import codeinfo, sql_box
@@ -29,8 +29,10 @@ from awm_engine.runtime.openapi_tools import schema_problem_note
 from awm_engine.verify.doctor import Diagnosis, diagnose, quick_diagnosis
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
+from .leaving import screen_left
 
 PAGE = 50
 SQL_SECONDS = sql_box.SECONDS  # the box's deadline: executing, fetching and rendering (engine: data/sql_box.py)
@@ -129,7 +131,7 @@ class EnvironmentScreen(Screen):
                 with Horizontal():
                     yield OptionList(id="task-list")
                     yield VerticalScroll(Static(id="task-detail"), id="task-right")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if not getattr(self.app, "cursor_blink", True):
@@ -294,9 +296,9 @@ class EnvironmentScreen(Screen):
     LATE_FILLED = ("overview-body", "data-tables", "data-status", "data-grid")  # what callbacks and workers fill
 
     def left(self) -> bool:
-        """The screen was left, or is being left: a callback or worker that ends now fills nothing. Still attached
-        is not enough: a screen being removed loses its widgets first (esc right after enter, a busy machine)."""
-        return not self.is_attached or not all(self.query(f"#{part}") for part in self.LATE_FILLED)
+        """The screen was left, or is being left (``screen_left``), or what they fill is gone: a callback or worker
+        that ends now fills nothing."""
+        return screen_left(self) or not all(self.query(f"#{part}") for part in self.LATE_FILLED)
 
     def _data_status(self, text: str | Text) -> None:
         if not self.left():

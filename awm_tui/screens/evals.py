@@ -8,7 +8,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, ProgressBar, Static
+from textual.widgets import Header, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from awm_engine.bench.tau2.run import is_tau2_run
@@ -22,6 +22,7 @@ from awm_engine.eval.runs import (
 
 from ..actions import bindings
 from ..views.run_view import RunView
+from ..widgets.footer import KeyFooter
 from ..widgets.virtual_table import VirtualTable
 from .bfcl import (
     CATEGORY_COLUMNS,
@@ -33,6 +34,7 @@ from .bfcl import (
     is_bfcl_run,
     run_label,
 )
+from .leaving import screen_left
 from .mcp_universe import McpuRunView, McpuTaskScreen, is_mcpu_run
 from .mcp_universe import run_label as mcpu_label
 
@@ -92,7 +94,7 @@ class EvalScreen(Screen):
                 yield ProgressBar(id="progress", show_eta=False)
                 yield VirtualTable(id="scenario-table")
                 yield VirtualTable(id="rollout-table")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = "Evaluations"
@@ -107,6 +109,8 @@ class EvalScreen(Screen):
 
     def rescan(self) -> None:
         """List runs that appeared under the root since (another process's ``awm eval run``), keeping the run shown."""
+        if screen_left(self):
+            return
         found = {r.resolve() for r in find_eval_runs(self.root)}
         if found - {r.resolve() for r in self.runs}:
             if self.view is not None:
@@ -189,7 +193,7 @@ class EvalScreen(Screen):
 
     # -- live refresh -----------------------------------------------------------------------------
     def poll(self) -> None:
-        if self.view is not None and self.view.error is None:
+        if self.view is not None and self.view.error is None and not screen_left(self):
             self.refresh_run()
 
     @work(thread=True, exclusive=True, group="eval-refresh")
@@ -218,11 +222,11 @@ class EvalScreen(Screen):
         self.app.call_from_thread(self._show, view, summaries, metrics, expected, new)
 
     def _failed(self, view: RunView) -> None:
-        if view is self.view and self.is_attached:
+        if view is self.view and not screen_left(self):
             self.notify(view.error, title="evaluations", severity="error", markup=False)
 
     def _show(self, view: RunView, summaries, metrics, expected, new: int) -> None:
-        if view is not self.view or not self.is_attached:
+        if view is not self.view or screen_left(self):  # closed meanwhile, or as it is removed (its widgets go first)
             return
         overall = metrics["overall"]
         done = len(summaries)
@@ -266,7 +270,7 @@ class EvalScreen(Screen):
                              failure_summary(s)) for s in ordered], [s["id"] for s in ordered])
 
     def _show_bfcl(self, view: BfclRunView | McpuRunView, shown: dict) -> None:
-        if view is not self.view or not self.is_attached:
+        if view is not self.view or screen_left(self):
             return
         self.query_one("#run-head", Static).update(shown["head"])
         self.query_one(ProgressBar).update(total=max(shown["expected"], 1), progress=shown["done"])
@@ -283,23 +287,38 @@ class EvalScreen(Screen):
 
     # -- drill-down ---------------------------------------------------------------------------------
     def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
-        if event.table.id == "rollout-table" and event.key and isinstance(self.view, BfclRunView):
-            self.app.push_screen(BfclEntryScreen(self.view.index.record(event.key)))
+        if event.table.id == "rollout-table" and event.key:  # a click (enter is read at once: action_open_rollout)
+            self.open_rollout(event.key)
+
+    def action_open_rollout(self) -> None:
+        """Enter in the rollouts, read as the app reads it (after the rollouts' keys typed before it, read the same
+        way): the screen it opens is on top at once, so the keys typed after enter wait for it and land in it."""
+        key = self.query_one("#rollout-table", VirtualTable).cursor_key
+        if key:
+            self.open_rollout(key)
+
+    def action_move_row(self, key: str) -> None:
+        self.query_one("#rollout-table", VirtualTable).move(key)
+
+    def open_rollout(self, key: str) -> None:
+        """The rollout's replay (a BFCL entry's or an MCP-Universe task's own screen)."""
+        if isinstance(self.view, BfclRunView):
+            self.app.push_screen(BfclEntryScreen(self.view.index.record(key)))
             return
-        if event.table.id == "rollout-table" and event.key and isinstance(self.view, McpuRunView):
+        if isinstance(self.view, McpuRunView):
             try:
-                record = self.view.index.record(event.key)
+                record = self.view.index.record(key)
             except (OSError, ValueError, KeyError) as exc:  # rewritten meanwhile (score again): the next poll
-                self.notify(f"{event.key}: {exc}", title="evaluations", severity="warning", markup=False)
+                self.notify(f"{key}: {exc}", title="evaluations", severity="warning", markup=False)
                 return
             self.app.push_screen(McpuTaskScreen(record, self.view.config.simulation))
             return
-        if event.table.id == "rollout-table" and event.key and self.view is not None:
-            record = self.view.index.entries[event.key].summary
+        if self.view is not None:
+            record = self.view.index.entries[key].summary
             if record.get("run_dir") and Path(record["run_dir"], "trajectory.json").is_file():
                 self.app.open_replay(record["run_dir"])
             else:
-                self.notify(f"{event.key} has no run directory (it failed before starting)", severity="warning")
+                self.notify(f"{key} has no run directory (it failed before starting)", severity="warning")
 
     def action_focus_rollouts(self) -> None:
         self.set_focus(self.query_one("#rollout-table", VirtualTable))  # now: the keys after ctrl+o are the table's
@@ -307,6 +326,8 @@ class EvalScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_grouping":  # only an MCP-Universe run has two column sets
             return isinstance(self.view, McpuRunView)
+        if action in ("open_rollout", "move_row"):  # elsewhere enter and the arrows are the focused widget's
+            return self.focused is self.query_one("#rollout-table", VirtualTable)
         return True
 
     def action_toggle_grouping(self) -> None:

@@ -14,7 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.gen.records import SCENARIO_STAGES, Usage
@@ -22,6 +22,7 @@ from awm_engine.gen.status import GenStatus, ScenarioStatus, load_status
 from awm_engine.gen.store import run_signature
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 from .environment import EnvironmentScreen, _shown_path
 
 STATE_STYLES = {"done": "green", "kept": "yellow", "failed": "bold red", "running": "cyan", "pending": "dim"}
@@ -113,7 +114,7 @@ class GenRunScreen(Screen):
             yield DataTable(id="gen-table", cursor_type="row", zebra_stripes=True)
             yield VerticalScroll(Static("", id="gen-detail-body"), id="gen-detail")
             yield Static("", id="gen-usage")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = "Generation run"

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from awm_engine.bench.mcp_universe import scores
 from awm_engine.bench.mcp_universe.run import (
@@ -31,6 +31,7 @@ from awm_engine.eval.results import ResultsIndex
 from awm_engine.eval.runs import read_metadata
 
 from ..actions import ENTRY_ACTIONS, bindings
+from ..widgets.footer import KeyFooter
 
 __all__ = ["McpuRunView", "McpuTaskScreen", "is_mcpu_run", "run_label", "run_simulated"]
 
@@ -190,7 +191,7 @@ class McpuTaskScreen(Screen):
         yield Header()
         with VerticalScroll(id="mcpu-task"):
             yield from self.sections()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         line = task_line(self.record)

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.validation import Function
-from textual.widgets import Button, Footer, Header, Input, Label, OptionList, Static, TabbedContent, TabPane, TextArea
+from textual.widgets import Button, Header, Input, Label, OptionList, Static, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.policies import AssistantTurn, HumanPolicy, NativeCall
@@ -26,6 +26,7 @@ from awm_engine.data.terminal import visible
 from awm_engine.eval.episode import default_run_dir, run_episode
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
@@ -172,7 +173,7 @@ class PlayScreen(Screen):
                             yield Button("Submit & verify", id="submit", variant="success")
             with TabPane("Verdict", id="verdict-tab"):
                 yield SideBySide(id="side")
-        yield Footer()
+        yield KeyFooter()
 
     def on_resize(self, event) -> None:
         self.set_class(event.size.width < self.TINY_BELOW, "-tiny")

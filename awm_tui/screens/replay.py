@@ -12,7 +12,7 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Header, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.replay import RunReplay
@@ -22,7 +22,9 @@ from awm_engine.runtime.episode import is_environment_error
 
 from ..actions import bindings
 from ..widgets.diff_view import DiffTable, DiffView
+from ..widgets.footer import KeyFooter
 from ..widgets.verdict import SideBySide
+from .leaving import screen_left
 
 
 def steps_text(n: int) -> str:
@@ -66,7 +68,7 @@ class ReplayScreen(Screen):
                     yield DiffView(id="step-diff")
             with TabPane("Verdict", id="verdict-tab"):
                 yield SideBySide(id="side")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         run = self.run
@@ -92,7 +94,7 @@ class ReplayScreen(Screen):
         self.materialize()
 
     def state(self, text: str | Text) -> None:
-        if self.is_attached:  # a worker may finish after the screen was closed
+        if not screen_left(self):  # a worker may finish after the screen was closed, or as it is removed
             # the run's record (its stop reason) is in it: text, never markup
             self.query_one("#replay-state", Static).update(text if isinstance(text, Text) else Text(visible(text)))
 
@@ -105,7 +107,7 @@ class ReplayScreen(Screen):
         except Exception as exc:  # noqa: BLE001 - shown whole, the steps stay readable
             self.rebuild_error = f"could not rebuild the intermediate states: {exc}"
             self.state(Text(self.rebuild_error, style="red"))
-            if self.is_attached:
+            if not screen_left(self):
                 self.show_step(self.current)
             return
         try:
@@ -115,7 +117,7 @@ class ReplayScreen(Screen):
             same = "cannot be compared with the run's final.db (it is not a database awm can read)"
         self.state(f"{steps_text(len(self.run.steps))} · stop: {self.run.stop_reason} · re-execution {same} · "
                    "←/→ or j/k step")
-        if self.is_attached:
+        if not screen_left(self):
             self.show_step(self.current)
 
     def replay_catalog(self):

@@ -15,11 +15,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from awm_engine.bench import report
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 
 GROUP_STYLES = ("cyan", "magenta", "green", "yellow", "blue")
 
@@ -72,7 +73,7 @@ class BenchReportScreen(Screen):
         with ScrollableContainer(id="report-scroll"):
             yield Static("", id="report-table")
             yield Static("", id="report-notes")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = "Report across benchmarks"

@@ -9,7 +9,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Input, Select, Static, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, Select, Static, TabbedContent, TabPane
 
 from awm_engine.agent.endpoints import ConfigError, endpoint_names, load_config, read_system_prompt, resolve_endpoint
 from awm_engine.agent.policies import LLMPolicy
@@ -20,6 +20,7 @@ from awm_engine.eval.episode import default_run_dir, run_episode
 from awm_engine.runtime.mcp_client import McpEpisode
 
 from ..actions import bindings
+from ..widgets.footer import KeyFooter
 from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
 
@@ -80,7 +81,7 @@ class RolloutScreen(Screen):
                 yield Transcript(id="transcript")
             with TabPane("Verdict", id="verdict-tab"):
                 yield SideBySide(id="side")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = f"Live rollout · {self.scenario.name}"

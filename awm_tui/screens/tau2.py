@@ -19,7 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
 from awm_engine.agent.endpoints import ConfigError, Endpoint, endpoint_names, load_config, resolve_endpoint
@@ -43,9 +43,11 @@ from ..actions import bindings
 from ..views.catalog_rows import ProblemCount, Row
 from ..views.run_view import RunView
 from ..widgets.diff_view import DiffView
+from ..widgets.footer import KeyFooter
 from ..widgets.problems import problems_view
 from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
+from .leaving import screen_left
 from .replay import ReplayScreen
 
 PREVIEW_ROWS = 20
@@ -225,7 +227,7 @@ class Tau2Screen(Screen):
                 with Horizontal():
                     yield OptionList(id="tau2-task-list", markup=False)  # the domain's names: text
                     yield VerticalScroll(Static(id="tau2-task-detail"), classes="tau2-right")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = self.scenario.name
@@ -442,7 +444,7 @@ class Tau2PlayScreen(Screen):
         yield Static("opening the episode…", id="tau2-play-status")
         yield Input(placeholder="a message, or /tool {json args}; /tools lists your tools", id="tau2-input",
                     disabled=self.mode == "watch")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.title = f"τ²-bench · {self.scenario.domain} · {self.mode}"
@@ -581,6 +583,8 @@ class Tau2ReplayScreen(ReplayScreen):
         self.call_after_refresh(self._tau2_view)
 
     def _tau2_view(self) -> None:
+        if screen_left(self):  # esc right after enter: closed before its first refresh
+            return
         steps = self.query_one("#steps", OptionList)
         steps.clear_options()
         steps.add_options([Option(Text(f"{s.index:>2}. {self.label(s)}" + (" ✗" if s.is_error else "")),
@@ -591,7 +595,7 @@ class Tau2ReplayScreen(ReplayScreen):
         self.query_one("#verdict-tab", TabPane).mount(verdict)
         path = self.run.run_dir / "reward.json"
         info = json.loads(path.read_text()) if path.is_file() else None
-        self.call_after_refresh(verdict.show, info, self.run.stop_reason, self.run.run_dir)
+        self.call_after_refresh(lambda: screen_left(self) or verdict.show(info, self.run.stop_reason, self.run.run_dir))
         self.show_step(self.current)
 
     @staticmethod

@@ -6,6 +6,8 @@ keyboard and mouse selection.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -171,6 +173,13 @@ class VirtualTable(ScrollView, can_focus=True):
     def action_jump(self, where: int) -> None:
         if self.rows:
             self.cursor_row = len(self.rows) - 1 if where < 0 else 0
+
+    def move(self, key: str) -> None:
+        """What ↑ ↓ PgUp PgDn Home End do (``down``, ``up``, ``pagedown``, ``pageup``, ``home``, ``end``), for a screen
+        that reads them before the table (``actions.row_moves``)."""
+        {"down": partial(self.action_cursor, 1), "up": partial(self.action_cursor, -1),
+         "pagedown": partial(self.action_page, 1), "pageup": partial(self.action_page, -1),
+         "home": partial(self.action_jump, 0), "end": partial(self.action_jump, -1)}[key]()
 
     def action_select(self) -> None:
         if self.rows:
