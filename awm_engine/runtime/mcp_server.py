@@ -89,6 +89,29 @@ def listen(port: int, host: str = HOST) -> socket.socket:
     return sock
 
 
+async def accept(loop: asyncio.AbstractEventLoop, listener: socket.socket) -> tuple[socket.socket, Any]:
+    """``loop.sock_accept`` without its race: cancelled (the server stopping) in the same turn of the loop as a
+    connection arrives, that one's callback set a result on the cancelled future (``InvalidStateError`` printed at
+    every such stop, the connection dropped). Here the loop only says the listener is readable; the accept itself
+    is this coroutine's, so a cancelled one takes nothing (the connection waits in the backlog)."""
+    while True:
+        try:
+            return listener.accept()
+        except (BlockingIOError, InterruptedError):
+            pass
+        readable = loop.create_future()
+        loop.add_reader(listener.fileno(), _resolve, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(listener.fileno())
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class CallsLog:
     """``calls.jsonl``: one line per call, from the worker's events, within ``CALLS_LOG_LIMIT`` bytes in all (UTF-8
     bytes, not characters; a lone surrogate is written as its JSON escape)."""
@@ -155,7 +178,7 @@ class ServeFront:
             while True:
                 await self._admitting.acquire()
                 try:
-                    conn, _ = await loop.sock_accept(listener)
+                    conn, _ = await accept(loop, listener)
                 except OSError as exc:  # out of descriptors, or a connection gone before it was taken: not the end
                     self._admitting.release()
                     if exc.errno not in ACCEPT_ERRORS:
