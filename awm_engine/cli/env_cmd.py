@@ -28,6 +28,7 @@ from awm_engine.cli.common import (
     shown,
     stderr,
     stdout,
+    stop_requested,
 )
 from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args, seconds
 from awm_engine.data.error_text import exception_line
@@ -245,7 +246,8 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                     lean_handoff.go_lean(listener=listener, worker=episode.worker, episode=episode, calls=calls,
                                          port=port, token=token,
                                          exit_with_parent=_STARTED_BY if args.exit_with_parent else None,
-                                         session={"out": str(out), "started": started})
+                                         session={"out": str(out), "started": started},
+                                         stop_requested=stop_requested)
             elif resumed["why"] == "stop":
                 raise asyncio.CancelledError
             else:  # the worker needs the engine (it died, would not stop, broke the protocol), or lean was refused

@@ -16,7 +16,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from awm_engine.runtime import lean_front
 
@@ -61,10 +61,10 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
 
 
 def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, port: int, token: str | None,
-            exit_with_parent: int | None, session: dict[str, Any]) -> None:
+            exit_with_parent: int | None, session: dict[str, Any], stop_requested: Callable[[], bool]) -> None:
     """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it). Returns
-    only when a SIGINT or SIGTERM came first: its cancel of the server's task is on its way, the engine stops."""
-    from awm_engine.cli.common import stop_requested
+    only when a SIGINT or SIGTERM came first (``stop_requested``, the command's own signal state): its cancel of the
+    server's task is on its way, the engine stops."""
     from awm_engine.runtime import mcp_server, protocol
     from awm_engine.sandbox.output import LOG_CAP, cap_note
 
