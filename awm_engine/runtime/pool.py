@@ -532,7 +532,9 @@ class PoolEpisode:
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
                 answer = {}
             if answer.get("stuck"):  # its thread could still write final.db once moved: the worker goes first
-                await self.pool._restart(self.worker, generation)
+                # (no longer among the pool's episodes, its databases are taken out of a leased worker's directory
+                # by name: the warm service removes that directory with the lease)
+                await self.pool._restart(self.worker, generation, closing=self)
         self.closed = True
         await asyncio.to_thread(_move_out, self)
 
@@ -1073,13 +1075,18 @@ class EnvPool:
         check = self.schema_check if schema_check is None else check_schema_check(schema_check)
         return len(self._ready.get((scenario.key, check), []))
 
-    async def _restart(self, worker: WorkerProcess, generation: int | None = None) -> None:
-        """Kill and start ``worker`` again, unless someone already did since ``generation``."""
+    async def _restart(self, worker: WorkerProcess, generation: int | None = None,
+                       closing: PoolEpisode | None = None) -> None:
+        """Kill and start ``worker`` again, unless someone already did since ``generation``. ``closing``: an episode
+        of it being closed (its databases go to its run directory, never into the new worker's)."""
         async with self._restart_lock:
             if generation is not None and worker.generation != generation and worker.alive:
                 return
             worker.kill()
             leased = self._episodes_of(worker) if worker.lease is not None else []
+            if closing is not None and worker.lease is not None:
+                closing.closed = True  # (``_bring_in`` leaves it out; ``_move_out`` finds nothing left to move)
+                leased.append(closing)
             if leased:  # the warm service removes a leased worker's directory with its lease: the databases go first
                 await asyncio.to_thread(_take_out, worker.home, leased)
             await worker.start()

@@ -1,0 +1,55 @@
+"""What a new user found serving environments (``awm env serve``, its warm worker and lean front): one test per
+finding."""
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from tinyenv import make_env_dir, slow_write
+
+from awm_engine.runtime.ports import free_port
+from tests.test_mcp_serve import wait_for_port
+from tests.test_warm import call, log, service_dir, until  # noqa: F401 (service_dir: a fixture)
+
+
+def _serve(data: Path, out: Path, *extra: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--data", str(data), "--scenario",
+                             "tiny", "--port", str(port), "--out", str(out), *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for_port(port, proc)
+    until(lambda: (out / "session.json").exists(), "the session")
+    return proc, port
+
+
+def _notes(db: Path) -> list[str]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return [text for (text,) in conn.execute("SELECT text FROM notes ORDER BY id")]
+
+
+def test_a_stop_right_after_a_handler_that_would_not_stop_keeps_a_warm_workers_databases(tmp_path, service_dir):
+    """A call whose handler would not stop gets its (warm, leased) worker replaced; a Ctrl-C before the replacement
+    made ``close`` replace it instead — and that replacement left the episode's databases in the leased worker's
+    directory, which the warm service removes: the session had no initial.db nor final.db (``session.json`` said
+    null), while the server printed ``stopped; databases in …`` and exited 0."""
+    data = make_env_dir(tmp_path / "data", {"tiny": slow_write(60)})
+    first, _ = _serve(data, tmp_path / "first")
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=120) == 0
+    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
+    out = tmp_path / "second"
+    proc, port = _serve(data, out, "--timeout", "1")
+    assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+    text = call(port, "slow_write", {"text": "kept"})
+    assert "(the environment worker was restarted)" in text, text  # the handler would not stop
+    proc.send_signal(signal.SIGINT)  # before the server has replaced that worker
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0, err
+    session = json.loads((out / "session.json").read_text())
+    assert session["final_db"] == str(out / "final.db") and session["initial_db"] == str(out / "initial.db"), err
+    assert _notes(out / "final.db") == ["first", "second", "kept"]
+    assert _notes(out / "initial.db") == ["first", "second"]
