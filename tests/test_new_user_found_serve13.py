@@ -12,6 +12,7 @@ from pathlib import Path
 from tinyenv import make_env_dir, slow_write
 
 from awm_engine.runtime.ports import free_port
+from tests.test_exit_codes import awm
 from tests.test_mcp_serve import wait_for_port
 from tests.test_warm import call, log, service_dir, until  # noqa: F401 (service_dir: a fixture)
 
@@ -53,3 +54,25 @@ def test_a_stop_right_after_a_handler_that_would_not_stop_keeps_a_warm_workers_d
     assert session["final_db"] == str(out / "final.db") and session["initial_db"] == str(out / "initial.db"), err
     assert _notes(out / "final.db") == ["first", "second", "kept"]
     assert _notes(out / "initial.db") == ["first", "second"]
+
+
+def test_a_second_server_on_the_same_out_is_refused_while_the_first_still_starts(tmp_path):
+    """``--out`` was refused only once it held ``session.json``, written when the first server serves: a second
+    server started meanwhile (a slow load, a template build) served in the same directory — one ``calls.jsonl`` for
+    both, and the databases of whichever stopped last over the other's, both saying ``stopped; databases in …``."""
+    data = make_env_dir(tmp_path / "data", {"tiny": "import time as _t\n_t.sleep(600)\n"})  # a load that never ends
+    out = tmp_path / "session"
+    first = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--data", str(data),
+                              "--scenario", "tiny", "--port", "0", "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        until(lambda: (out / "calls.jsonl").exists() or first.poll() is not None, "the first server's start")
+        second = awm("env", "serve", "--data", str(data), "--scenario", "tiny", "--port", "0", "--out", str(out),
+                     timeout=120)
+        assert second.returncode == 2, second.stderr
+        assert "another awm env serve, which is still starting or serving" in second.stderr, second.stderr
+        assert first.poll() is None  # the first one is untouched
+    finally:
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=120) == 0
+    assert not (out / ".serve.lock").exists()  # gone with the server that held it
