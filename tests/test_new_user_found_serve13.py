@@ -76,3 +76,37 @@ def test_a_second_server_on_the_same_out_is_refused_while_the_first_still_starts
         first.send_signal(signal.SIGINT)
         assert first.wait(timeout=120) == 0
     assert not (out / ".serve.lock").exists()  # gone with the server that held it
+
+
+def test_a_stop_landing_as_a_workers_answer_comes_is_not_lost(tmp_path):
+    """Ctrl-C (or SIGTERM) cancels the server's task; one that landed in the same turn as the answer a worker request
+    awaited was dropped (``asyncio.wait_for`` of Python 3.11 returns the answer then): the server went on starting,
+    served, and ignored every later Ctrl-C and SIGTERM as ``still stopping`` — only SIGKILL ended it, leaving its
+    worker's directory behind. Seen once in a few dozen stops sent while a server started."""
+    import asyncio
+
+    from awm_engine.runtime.pool import WorkerProcess
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            pass
+
+    async def main() -> None:
+        worker = WorkerProcess(0, tmp_path / "log", tmp_path)
+        worker.alive, worker._writer = True, Writer()
+        task = asyncio.create_task(worker.request("list_tools"))
+        while not worker.pending:
+            await asyncio.sleep(0)
+        (rid, answer), = worker.pending.items()
+        answer.set_result({"id": rid, "ok": True, "result": {}})  # the answer comes …
+        task.cancel()  # … and the stop, in the same turn
+        try:
+            await task
+        except asyncio.CancelledError:
+            return
+        raise AssertionError("the cancel was lost")
+
+    asyncio.run(main())

@@ -28,6 +28,7 @@ from awm_engine.cli.common import (
     shown,
     stderr,
     stdout,
+    stop_requested,
 )
 from awm_engine.cli.options import add_result_cap_arg, result_cap_from_args, seconds
 from awm_engine.data.error_text import exception_line
@@ -294,6 +295,10 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                 # the episode is this process's again: a SIGINT or SIGTERM held since the lean front's exec stops it now
                 lean_handoff.release_stops()
                 await front.ready()
+            if stop_requested() and asyncio.current_task().cancelling():  # a stop's cancel came and was lost on
+                # the way (dropped by a library): never serve on, deaf to every later Ctrl-C and SIGTERM ("still
+                # stopping"); one not come yet comes at ``await main``
+                raise asyncio.CancelledError
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
             else:

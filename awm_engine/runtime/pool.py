@@ -236,8 +236,9 @@ class WorkerProcess:
         self.pending[rid] = future
         self._writer.write(protocol.request(rid, op, **fields))
         await self._writer.drain()
-        try:
-            msg = await asyncio.wait_for(future, wait)
+        try:  # (not ``asyncio.wait_for``: in Python 3.11 it drops a cancel that lands as the answer comes — a stop)
+            async with asyncio.timeout(wait):
+                msg = await future
         except (asyncio.TimeoutError, TimeoutError):
             if self.pending.pop(rid, None) is not None:
                 self.abandoned.add(rid)
