@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tinyenv import make_env_dir, slow_write
 
 from awm_engine.runtime.ports import free_port
@@ -110,3 +112,19 @@ def test_a_stop_landing_as_a_workers_answer_comes_is_not_lost(tmp_path):
         raise AssertionError("the cancel was lost")
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["int", "term"])
+def test_a_stop_while_the_server_imports_exits_0_without_a_traceback(tmp_path, signum):
+    """``awm env serve`` spends half a second importing before it sets its handlers: a Ctrl-C then printed a
+    ``KeyboardInterrupt`` traceback and a SIGTERM killed the process (143), where the docs promise exit 0 for either,
+    while serving or still loading. The stop is sent here from inside the start, as the parser is built."""
+    out = tmp_path / "session"
+    code = ("import os, signal, sys; import awm_engine.cli as cli; build = cli.build_parser; "
+            f"cli.build_parser = lambda argv=None: (os.kill(os.getpid(), {int(signum)}), build(argv))[1]; "
+            f"sys.argv = ['awm', 'env', 'serve', '--scenario', 'maple_library_lending', '--port', '0', '--out', "
+            f"{str(out)!r}]; sys.exit(cli.main())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stderr.strip() == "stopped before serving", done.stderr
+    assert not out.exists()  # nothing was created
