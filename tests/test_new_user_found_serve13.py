@@ -128,3 +128,20 @@ def test_a_stop_while_the_server_imports_exits_0_without_a_traceback(tmp_path, s
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stderr.strip() == "stopped before serving", done.stderr
     assert not out.exists()  # nothing was created
+
+
+@pytest.mark.parametrize("verb", ["replay", "verify"])
+def test_replaying_a_served_session_says_where_its_calls_and_changes_are(tmp_path, verb):
+    """``awm replay`` (or ``awm verify``) of a session directory said only ``has no trajectory.json``: a user who
+    served an episode and wants to see what the client did is told where its calls are and how to see its changes."""
+    out = tmp_path / "session"
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", "env", "serve", "--scenario",
+                             "maple_library_lending", "--port", "0", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    until(lambda: (out / "session.json").exists() or proc.poll() is not None, "the session")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 0
+    shown = awm(verb, str(out))
+    assert shown.returncode == 2, shown.stderr
+    assert "session directory of an awm env serve" in shown.stderr and "calls.jsonl" in shown.stderr, shown.stderr
+    assert "awm db diff" in shown.stderr, shown.stderr
