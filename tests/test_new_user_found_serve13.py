@@ -145,3 +145,25 @@ def test_replaying_a_served_session_says_where_its_calls_and_changes_are(tmp_pat
     assert shown.returncode == 2, shown.stderr
     assert "session directory of an awm env serve" in shown.stderr and "calls.jsonl" in shown.stderr, shown.stderr
     assert "awm db diff" in shown.stderr, shown.stderr
+
+
+def test_a_warm_server_killed_outright_leaves_its_databases_in_the_session(tmp_path, service_dir):
+    """``kill -9`` of a server (the OOM killer, a harness giving up on it) left its own worker's databases in the
+    session directory (``.awm/w0/episodes/…``, where session.json says), but a warm worker's went with the
+    directory the service removes once the lease ends: nothing of the episode was left. The service now moves them
+    into the session directory first."""
+    data = make_env_dir(tmp_path / "data", {"tiny": ""})
+    first, _ = _serve(data, tmp_path / "first")
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=120) == 0
+    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
+    out = tmp_path / "second"
+    proc, port = _serve(data, out)
+    assert json.loads((out / "session.json").read_text())["worker"] == "warm"
+    assert '"text": "kept"' in call(port, "add_note", {"text": "kept"})
+    proc.kill()
+    proc.wait(timeout=60)
+    until(lambda: "are kept in" in log(service_dir), "the service to keep the databases")
+    assert _notes(out / "final.db") == ["first", "second", "kept"]
+    assert _notes(out / "initial.db") == ["first", "second"]
+    assert not list((service_dir / "spares").glob("*/w*/episodes/*/*.db"))

@@ -1051,6 +1051,8 @@ class EnvPool:
         worker.episodes.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode
+        if worker.lease is not None:  # should this process die, the service moves them there, never removes them
+            worker.lease.keep_databases(live, run_dir)
         return episode
 
     def prefetch(self, scenario: Scenario, count: int, schema_check: str | None = None) -> asyncio.Task:
