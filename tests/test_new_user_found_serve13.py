@@ -167,3 +167,15 @@ def test_a_warm_server_killed_outright_leaves_its_databases_in_the_session(tmp_p
     assert _notes(out / "final.db") == ["first", "second", "kept"]
     assert _notes(out / "initial.db") == ["first", "second"]
     assert not list((service_dir / "spares").glob("*/w*/episodes/*/*.db"))
+
+
+def test_an_out_that_cannot_be_created_is_refused_without_a_traceback(tmp_path):
+    """``--out`` below a file (or where this user may not write) ended the server with a ``PermissionError`` /
+    ``NotADirectoryError`` traceback; it is refused as other unusable ``--out`` are (exit 2, nothing started)."""
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    done = awm("env", "serve", "--scenario", "maple_library_lending", "--port", "0", "--out", str(afile / "session"),
+               timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "cannot write a session there" in done.stderr, done.stderr
+    assert afile.read_text() == "keep me"

@@ -160,9 +160,12 @@ def _claim(out: Path) -> None:
     it — the same ``calls.jsonl``, one's databases over the other's."""
     import fcntl
 
-    out.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(out / CLAIM, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            fd = os.open(out / CLAIM, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # (a file on the way, no permission, a read-only file system: said, no traceback)
+            raise CliError(f"--out {out}: cannot write a session there ({exc.strerror or exc})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
