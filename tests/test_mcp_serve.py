@@ -181,7 +181,10 @@ def test_env_check_on_a_dead_url_fails_cleanly(capsys):
 async def test_stdio_server(tmp_path):
     params = StdioServerParameters(command=sys.executable, args=["-m", "awm_engine.cli", "env", "serve", "--scenario",
                                                                  SCENARIO, "--stdio", "--out", str(tmp_path / "s")],
-                                   env={"AWM_CACHE_DIR": str(tmp_path / "cache"), "PATH": os.environ["PATH"]})
+                                   # (AWM_WARM as the test's: a warm service started here would outlive the test, in
+                                   # the default directory every checkout of this user shares)
+                                   env={"AWM_CACHE_DIR": str(tmp_path / "cache"), "PATH": os.environ["PATH"],
+                                        "AWM_WARM": os.environ.get("AWM_WARM", "0")})
     with open(tmp_path / "stderr.txt", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:

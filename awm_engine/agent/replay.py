@@ -97,12 +97,22 @@ def _steps_from_trajectory(trajectory: dict[str, Any]) -> list[ReplayStep]:
     return steps
 
 
+def no_trajectory(run_dir: Path) -> str:
+    """Why ``run_dir`` cannot be replayed or verified; a session directory of ``awm env serve`` (its clients' calls,
+    no agent's trajectory) says where its calls and changes are."""
+    if (run_dir / "session.json").is_file() and (run_dir / "calls.jsonl").is_file():
+        return (f"{run_dir} is the session directory of an awm env serve, not an agent run (no trajectory.json): its "
+                f"tool calls are in {run_dir / 'calls.jsonl'}, and awm db diff {run_dir / 'initial.db'} "
+                f"{run_dir / 'final.db'} shows what they changed")
+    return f"{run_dir} has no trajectory.json"
+
+
 class RunReplay:
     def __init__(self, run_dir: Path | str):
         self.run_dir = Path(run_dir)
         path = self.run_dir / TRAJECTORY.file
         if not path.is_file():
-            raise FileNotFoundError(f"{self.run_dir} has no trajectory.json")
+            raise FileNotFoundError(no_trajectory(self.run_dir))
         self.trajectory = TRAJECTORY.read(path)
         events = self.run_dir / EVENTS.file
         self.steps = _steps_from_events(events) if events.is_file() else _steps_from_trajectory(self.trajectory)

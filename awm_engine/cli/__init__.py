@@ -72,12 +72,29 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # this process's program (not a call from another): ``awm env serve`` may exec (lean_handoff)
+    entry = argv is None
+    if entry:  # this process's program (not a call from another): ``awm env serve`` may exec (lean_handoff)
         argv = sys.argv[1:]
         from awm_engine.runtime.lean_handoff import PROCESS_ENTRY
 
         PROCESS_ENTRY.append(True)
     resuming = "AWM_SERVE_STATE_FD" in os.environ  # ``awm env serve`` taking its episode back: nothing to prepare
+    if not entry or [a for a in argv if a != "--unsafe-no-sandbox"][:2] != ["env", "serve"]:
+        return _main(argv, resuming)
+    # a server: a Ctrl-C or SIGTERM while it starts (its imports take half a second) stops it as one that comes later
+    # does, before anything was created (it was a traceback, or the SIGTERM killed the process)
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _main(argv, resuming)
+    except KeyboardInterrupt:
+        os.write(2, b"stopped before serving\n")
+        return 0
+
+
+def _main(argv: list[str], resuming: bool) -> int:
     if (argv[:1] == ["env"] or argv[:2] == ["--unsafe-no-sandbox", "env"]) and not resuming:  # (~0.25 s ahead)
         from awm_engine.cli.serve_early import prepare
 

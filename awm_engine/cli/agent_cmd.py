@@ -179,7 +179,9 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "trajectory.json").is_file():
-        raise CliError(f"{run_dir} has no trajectory.json")
+        from awm_engine.agent.replay import no_trajectory
+
+        raise CliError(no_trajectory(run_dir))
     try:
         awm = json.loads((run_dir / "trajectory.json").read_bytes()).get("awm")
     except (OSError, ValueError, AttributeError, RecursionError):

@@ -143,10 +143,55 @@ async def _serve(args: argparse.Namespace) -> int:
                            PORT_BUSY) from None
         port = listener.getsockname()[1]
     try:
+        _claim(out)
         return await _serve_on(args, scenario, out, port, listener, result_cap)
     finally:
         if listener is not None:
             listener.close()
+
+
+CLAIM = ".serve.lock"  # in the session directory: locked by its server from its start until it has stopped
+_CLAIMED: list[int] = []  # the lock's descriptor (handed across the lean front's execs: ``lean_handoff.go_lean``)
+
+
+def _claim(out: Path) -> None:
+    """The session directory taken for this server's life: a second server given the same ``--out`` while this one
+    starts (before it writes ``session.json``, which ``out_dir`` refuses) is refused too, instead of serving beside
+    it — the same ``calls.jsonl``, one's databases over the other's."""
+    import fcntl
+
+    while True:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            fd = os.open(out / CLAIM, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # (a file on the way, no permission, a read-only file system: said, no traceback)
+            raise CliError(f"--out {out}: cannot write a session there ({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise CliError(f"{out} is the session directory of another awm env serve, which is still starting or "
+                           "serving; give another --out") from None
+        try:
+            if os.stat(out / CLAIM, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # (removed by a server that just stopped: the lock is taken on the file that is there now)
+    try:
+        out_dir(out, holds=("session.json",))  # (a server that served and stopped while this one started)
+    except CliError:
+        os.close(fd)
+        raise
+    _CLAIMED.append(fd)
+
+
+def _unclaim(out: Path) -> None:
+    """The lock file gone once the server has stopped (its lock goes with the process)."""
+    try:
+        (out / CLAIM).unlink()
+    except OSError:
+        pass
 
 
 async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: int, listener: Any,
@@ -244,7 +289,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                     # stop came first (go_lean returns: the task's cancel is on its way)
                     await pool.bind_next(scenario)
                     lean_handoff.go_lean(listener=listener, worker=episode.worker, episode=episode, calls=calls,
-                                         port=port, token=token,
+                                         port=port, token=token, claim=_CLAIMED[-1] if _CLAIMED else None,
                                          exit_with_parent=_STARTED_BY if args.exit_with_parent else None,
                                          session={"out": str(out), "started": started},
                                          stop_requested=stop_requested)
@@ -254,6 +299,10 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
                 # the episode is this process's again: a SIGINT or SIGTERM held since the lean front's exec stops it now
                 lean_handoff.release_stops()
                 await front.ready()
+            if stop_requested() and asyncio.current_task().cancelling():  # a stop's cancel came and was lost on
+                # the way (dropped by a library): never serve on, deaf to every later Ctrl-C and SIGTERM ("still
+                # stopping"); one not come yet comes at ``await main``
+                raise asyncio.CancelledError
             if args.stdio:
                 main = asyncio.create_task(front.run_stdio())
             else:
@@ -278,6 +327,7 @@ async def _serve_on(args: argparse.Namespace, scenario: Any, out: Path, port: in
         # the worker's directory (template copies, module databases) goes too: nothing is left but the session
         await asyncio.to_thread(shutil.rmtree, out / ".awm", True)
         _session_stopped(out)
+        _unclaim(out)
     stderr.print(f"stopped; databases in {out} (initial.db, final.db)", markup=False)
     return 0
 

@@ -3,10 +3,10 @@ modules only (``go_lean``), and taking the episode back when that front ``exec``
 ``readopt``).
 
 Only what the lean front needs, and what the engine needs back, crosses an ``exec``: descriptors (the listening
-socket, the leased worker's control socket, descriptor channel, output pipe and pidfd, the lease itself) and a
-state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining allowance and the episode as
-the engine knows it on a line of JSON, then the control bytes read and not yet taken, as they are. The lean front
-never writes what the engine reads of the episode; it passes it back as it got it.
+socket, the leased worker's control socket, descriptor channel, output pipe and pidfd, the lease itself, the lock on
+the session directory) and a state record on a memfd (``FORMAT``): the front's settings, ``calls.jsonl``'s remaining
+allowance and the episode as the engine knows it on a line of JSON, then the control bytes read and not yet taken, as
+they are. The lean front never writes what the engine reads of the episode; it passes it back as it got it.
 """
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
 
 
 def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, port: int, token: str | None,
-            exit_with_parent: int | None, session: dict[str, Any], stop_requested: Callable[[], bool]) -> None:
+            exit_with_parent: int | None, session: dict[str, Any], stop_requested: Callable[[], bool],
+            claim: int | None = None) -> None:
     """Replace this process by ``lean_front`` (same pid: the worker, the listener and the lease stay with it). Returns
     only when a SIGINT or SIGTERM came first (``stop_requested``, the command's own signal state): its cancel of the
     server's task is on its way, the engine stops."""
@@ -78,7 +79,7 @@ def go_lean(*, listener: socket.socket, worker: Any, episode: Any, calls: Any, p
     calls.fh.flush()
     fds = {"listener": listener.fileno(), "control": worker._writer.transport.get_extra_info("socket").fileno(),
            "channel": worker.channel.fileno(), "lease": lease.sock.fileno(), "output": lease.output,
-           "pidfd": lease.pidfd}
+           "pidfd": lease.pidfd, **({"claim": claim} if claim is not None else {})}  # (claim: held, never read)
     for fd in fds.values():
         os.set_inheritable(fd, True)
     info = episode.info

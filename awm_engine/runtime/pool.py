@@ -236,8 +236,9 @@ class WorkerProcess:
         self.pending[rid] = future
         self._writer.write(protocol.request(rid, op, **fields))
         await self._writer.drain()
-        try:
-            msg = await asyncio.wait_for(future, wait)
+        try:  # (not ``asyncio.wait_for``: in Python 3.11 it drops a cancel that lands as the answer comes — a stop)
+            async with asyncio.timeout(wait):
+                msg = await future
         except (asyncio.TimeoutError, TimeoutError):
             if self.pending.pop(rid, None) is not None:
                 self.abandoned.add(rid)
@@ -532,7 +533,9 @@ class PoolEpisode:
             except (WorkerError, asyncio.TimeoutError, TimeoutError):
                 answer = {}
             if answer.get("stuck"):  # its thread could still write final.db once moved: the worker goes first
-                await self.pool._restart(self.worker, generation)
+                # (no longer among the pool's episodes, its databases are taken out of a leased worker's directory
+                # by name: the warm service removes that directory with the lease)
+                await self.pool._restart(self.worker, generation, closing=self)
         self.closed = True
         await asyncio.to_thread(_move_out, self)
 
@@ -1048,6 +1051,8 @@ class EnvPool:
         worker.episodes.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode
+        if worker.lease is not None:  # should this process die, the service moves them there, never removes them
+            worker.lease.keep_databases(live, run_dir)
         return episode
 
     def prefetch(self, scenario: Scenario, count: int, schema_check: str | None = None) -> asyncio.Task:
@@ -1073,13 +1078,18 @@ class EnvPool:
         check = self.schema_check if schema_check is None else check_schema_check(schema_check)
         return len(self._ready.get((scenario.key, check), []))
 
-    async def _restart(self, worker: WorkerProcess, generation: int | None = None) -> None:
-        """Kill and start ``worker`` again, unless someone already did since ``generation``."""
+    async def _restart(self, worker: WorkerProcess, generation: int | None = None,
+                       closing: PoolEpisode | None = None) -> None:
+        """Kill and start ``worker`` again, unless someone already did since ``generation``. ``closing``: an episode
+        of it being closed (its databases go to its run directory, never into the new worker's)."""
         async with self._restart_lock:
             if generation is not None and worker.generation != generation and worker.alive:
                 return
             worker.kill()
             leased = self._episodes_of(worker) if worker.lease is not None else []
+            if closing is not None and worker.lease is not None:
+                closing.closed = True  # (``_bring_in`` leaves it out; ``_move_out`` finds nothing left to move)
+                leased.append(closing)
             if leased:  # the warm service removes a leased worker's directory with its lease: the databases go first
                 await asyncio.to_thread(_take_out, worker.home, leased)
             await worker.start()

@@ -7,11 +7,13 @@ protections it measured. The next ``awm env serve`` takes it (``take``): it gets
 protocol and its descriptor channel), a pidfd, the read end of its output and the path of its directory, binds it
 to its scenario — one scenario per sandbox, as always — and the service starts the next spare. The service stays
 the worker's parent: when the server's lease (its connection to the service) closes, for whatever reason, the
-service kills the worker's sandbox and removes its directory and cgroups. With no lease and no request for
-``AWM_WARM_IDLE`` seconds (600) it stops with its spare. Asked to stop (``stop``, SIGTERM), or made stale by a server
-with other code or settings, it takes no more servers and removes its spare at once, but every worker a server took
-stays until that server is done with it: a service never ends another server's episode. Each service keeps its
-spares in a directory of its own (marked with its process); what a killed one left is removed by the next.
+service kills the worker's sandbox and removes its directory and cgroups — the databases of the episode the server
+named on the lease (``Lease.keep_databases``) moved into its run directory first, when the server died before it
+moved them itself. With no lease and no request for ``AWM_WARM_IDLE`` seconds (600) it stops with its spare.
+Asked to stop (``stop``, SIGTERM), or made stale by a server with other code or settings, it takes no more servers
+and removes its spare at once, but every worker a server took stays until that server is done with it: a service
+never ends another server's episode. Each service keeps its spares in a directory of its own (marked with its
+process); what a killed one left is removed by the next.
 
 Only the same user can talk to it (a 0700 directory, ``SO_PEERCRED`` checked), and only a server started with the
 same code and sandbox settings takes its spare (``signature``); anything else starts its own worker as before.
@@ -119,6 +121,13 @@ class Lease:
             self._log = None
             for fd in self._stop_log:
                 os.close(fd)
+
+    def keep_databases(self, live: Path, run_dir: Path) -> None:
+        """Where the service moves the databases of the episode in ``live`` (below the worker's directory) when the
+        lease ends with them still there — this process killed (``kill -9``, the OOM killer) before it moved them
+        itself — instead of removing them with the directory."""
+        with contextlib.suppress(OSError, ValueError):
+            self.sock.sendall(json.dumps({"keep": {"live": str(live), "run_dir": str(run_dir)}}).encode() + b"\n")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -518,7 +527,9 @@ class Service:
                 os.close(read_end)
         return worker
 
-    def _end(self, worker: Any) -> None:
+    def _end(self, worker: Any, keep: list[tuple[Path, Path]] = ()) -> None:
+        """The worker killed and removed; ``keep``: episodes whose databases, if still in its directory (their server
+        died before it moved them), go to their run directories first."""
         for sock in (worker.control, worker.channel):
             if sock is not None:
                 with contextlib.suppress(OSError):
@@ -533,6 +544,17 @@ class Service:
             kill_tree(worker.proc)
         if worker.sandbox is not None:
             worker.sandbox.cleanup()
+        if keep:
+            from awm_engine.runtime.pool import _move_databases
+
+            for live, run_dir in keep:
+                if not any(os.path.lexists(live / name) for name in ("initial.db", "final.db")):
+                    continue  # (its server moved them: it stopped as it should)
+                try:
+                    _move_databases(worker.home, live, run_dir)
+                    _log(f"its server gone, the databases of {live.name} are kept in {run_dir}")
+                except Exception as exc:  # noqa: BLE001 - the directory goes all the same
+                    _log(f"could not keep the databases of {live.name} in {run_dir}: {exc}")
         worker.release_home()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -639,15 +661,28 @@ class Service:
         self._replenish()
         task = asyncio.current_task()
         self.leases.add(task)
+        keep: list[tuple[Path, Path]] = []
         try:
-            await reader.read()  # until the server closes its lease (or dies)
-        except (OSError, asyncio.CancelledError):
+            async for line in reader:  # until the server closes its lease (or dies); each line: where its episode's
+                keep += _kept(line, worker.home)  # databases go if it dies first (``Lease.keep_databases``)
+        except (OSError, ValueError, asyncio.CancelledError):
             pass
         finally:
             self.leases.discard(task)
             self.last_activity = time.monotonic()
-            self._end(worker)
+            self._end(worker, keep)
             writer.close()
+
+
+def _kept(line: bytes, home: Path) -> list[tuple[Path, Path]]:
+    """The (live, run directory) a ``keep`` line names, when its live directory is below the worker's ``home``."""
+    try:
+        keep = json.loads(line)["keep"]
+        live, run_dir = Path(keep["live"]), Path(keep["run_dir"])
+    except (ValueError, KeyError, TypeError):
+        return []
+    below = live.is_absolute() and live.is_relative_to(home) and ".." not in live.parts
+    return [(live, run_dir)] if below and run_dir.is_absolute() else []
 
 
 _log_file: Any = None
