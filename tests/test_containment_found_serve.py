@@ -516,6 +516,9 @@ def test_a_client_that_fills_the_servers_descriptors_does_not_stop_it(tmp_path):
         for _ in range(limit + 16):
             idle.append(socket.create_connection(("127.0.0.1", port)))
         until(lambda: proc.poll() is not None or len(list(fds.iterdir())) >= limit - 1, "the descriptors to fill")
+    except AssertionError:  # what the server held and said, for the failure's report; and the server stopped
+        held = sorted(int(f.name) for f in fds.iterdir()) if fds.exists() else []
+        raise AssertionError(f"descriptors {held} (limit {limit}); the server said: {stop(proc)[-3000:]}") from None
     finally:
         for conn in idle:
             conn.close()
