@@ -172,6 +172,11 @@ class ServeFront:
             return self.serving
 
     async def run_http(self, listener: socket.socket) -> None:
+        # what an admission imports, imported before the first one: a lazy import opens files, and with every
+        # descriptor taken by idle connections (EMFILE) it failed each admission at once — connections dropped as
+        # fast as they came, instead of waiting for one to end
+        import h11  # noqa: F401
+
         loop = asyncio.get_running_loop()
         tasks: set[asyncio.Task] = set()
         try:
