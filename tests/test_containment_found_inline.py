@@ -126,26 +126,33 @@ def test_a_handler_waiting_on_a_task_that_holds_the_loop_ends_the_worker(tmp_pat
     assert "did not stop after its timeout" in proc.stderr
 
 
-def test_a_served_def_route_past_its_timeout_gets_its_worker_replaced(tmp_path):
-    """End to end: the answer says the worker was restarted, and the server serves the episode from a new worker
-    (the old one, with the route's thread in it, is gone before the route could write)."""
-    from tests.test_containment_found_serve import initialized, notes, rpc, serve, stop
+def stuck_call_replaces_the_worker(url: str, out) -> None:
+    """A served ``slow_write`` past its 0.3 s timeout: the answer says the worker was restarted, a new worker serves
+    the episode from its databases (the late write never made)."""
+    from tests.test_containment_found_serve import initialized, rpc
     from tests.test_serve_containment import INIT
     from tests.test_warm import H, until
 
+    with httpx.Client(timeout=60) as client:
+        session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
+        answer = rpc(client, url, session, 2, "slow_write", {"text": "late"}).json()["result"]
+    assert answer["isError"] and answer["content"][0]["text"] == \
+        "Error calling slow_write: timed out after 0.3s (the environment worker was restarted)", answer
+    until(lambda: json.loads((out / "session.json").read_text()).get("worker_restarts") == 1, "a new worker")
+    session = initialized(url)
+    with httpx.Client(timeout=60) as client:
+        listed = json.loads(rpc(client, url, session, 3, "list_notes", {}).json()["result"]["content"][0]["text"])
+    assert [n["text"] for n in listed["notes"]] == ["first", "second"]
+
+
+def test_a_served_def_route_past_its_timeout_gets_its_worker_replaced(tmp_path):
+    """End to end: the answer says the worker was restarted, and the server serves the episode from a new worker
+    (the old one, with the route's thread in it, is gone before the route could write)."""
+    from tests.test_containment_found_serve import notes, serve, stop
+
     proc, port, out = serve(tmp_path, LEFTOVERS, "--timeout", "0.3", env={"AWM_WARM": "0"})
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
-        with httpx.Client(timeout=60) as client:
-            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            answer = rpc(client, url, session, 2, "slow_write", {"text": "late"}).json()["result"]
-        assert answer["isError"] and answer["content"][0]["text"] == \
-            "Error calling slow_write: timed out after 0.3s (the environment worker was restarted)", answer
-        until(lambda: json.loads((out / "session.json").read_text()).get("worker_restarts") == 1, "a new worker")
-        session = initialized(url)
-        with httpx.Client(timeout=60) as client:
-            listed = json.loads(rpc(client, url, session, 3, "list_notes", {}).json()["result"]["content"][0]["text"])
-        assert [n["text"] for n in listed["notes"]] == ["first", "second"]
+        stuck_call_replaces_the_worker(f"http://127.0.0.1:{port}/mcp", out)
     finally:
         stop(proc)
     assert notes(out / "final.db") == ["first", "second"]

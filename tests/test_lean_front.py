@@ -384,32 +384,18 @@ def test_sigterm_hands_back_to_stop(tmp_path):
 def test_a_stuck_handler_under_the_lean_front_gets_its_worker_replaced(tmp_path, service_dir):
     """The worker's record says its handler would not stop: the engine takes the episode back and replaces the
     worker, and the episode is served on from its databases (as under the engine's own front)."""
-    import httpx
-
-    from tests.test_containment_found_inline import LEFTOVERS
-    from tests.test_containment_found_serve import initialized, notes, rpc
+    from tests.test_containment_found_inline import LEFTOVERS, stuck_call_replaces_the_worker
+    from tests.test_containment_found_serve import notes
     from tests.test_containment_found_serve import serve as serve_hostile
     from tests.test_containment_found_serve import stop as stop_hostile
-    from tests.test_serve_containment import INIT
-    from tests.test_warm import H
 
     first, _, _ = serve_hostile(tmp_path, LEFTOVERS, "--timeout", "0.3", name="first")
     stop_hostile(first)
     until(lambda: "ready" in (service_dir / "warm.log").read_text(), "a spare")
     proc, port, out = serve_hostile(tmp_path, LEFTOVERS, "--timeout", "0.3", name="second")
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
         until(lambda: _is_lean(proc.pid), "the server to go lean")
-        with httpx.Client(timeout=60) as client:
-            session = client.post(url, json=INIT, headers=H).headers["mcp-session-id"]
-            answer = rpc(client, url, session, 2, "slow_write", {"text": "late"}).json()["result"]
-        assert answer["isError"] and answer["content"][0]["text"] == \
-            "Error calling slow_write: timed out after 0.3s (the environment worker was restarted)", answer
-        until(lambda: json.loads((out / "session.json").read_text()).get("worker_restarts") == 1, "a new worker")
-        session = initialized(url)
-        with httpx.Client(timeout=60) as client:
-            listed = json.loads(rpc(client, url, session, 3, "list_notes", {}).json()["result"]["content"][0]["text"])
-        assert [n["text"] for n in listed["notes"]] == ["first", "second"]
+        stuck_call_replaces_the_worker(f"http://127.0.0.1:{port}/mcp", out)
         assert any(r.get("tool") == "slow_write" for r in _records(out))  # its record, taken by the engine
     finally:
         err = stop_hostile(proc)
