@@ -458,7 +458,10 @@ class PoolEpisode:
             raise ValueError(f"on_timeout must be one of {', '.join(ON_TIMEOUT)}, not {on_timeout!r}")
         if self.closed:
             return ToolResult(f"Episode {self.id} is closed", True, error_kind="internal")
-        await self.pool._ensure_attached(self)
+        try:
+            await self.pool._ensure_attached(self)
+        except (WorkerError, EnvLoadError, asyncio.TimeoutError, TimeoutError) as exc:  # an answer, never a raise
+            return ToolResult(f"Error calling {name}: {exc}", True, error_kind="internal")
         generation = self.worker.generation
         try:
             async with self.worker.inflight:  # waiting here is back-pressure: no clock runs yet
@@ -1025,6 +1028,7 @@ class EnvPool:
             if attach:  # continue from the databases already in run_dir
                 await asyncio.to_thread(_copy_databases, run_dir, worker.home, live)
             extra = {"options": options} if options is not None else {}
+            opened_on = worker.generation
             try:
                 data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
                                             attach=attach, schema_check=schema_check, **extra)
@@ -1035,6 +1039,7 @@ class EnvPool:
                 # earlier code wrote to what episodes start from: a fresh worker loads it again from the cache
                 await self._restart(worker, worker.generation)
                 loaded = await self._load(worker, scenario)
+                opened_on = worker.generation
                 data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
                                             attach=attach, schema_check=schema_check)
         finally:
@@ -1049,6 +1054,8 @@ class EnvPool:
             episode.template = template_facts(self._templates[scenario.key].report, built if isinstance(
                 built, (int, float)) and not isinstance(built, bool) else None)
         worker.episodes.add(episode_id)
+        if worker.attached is not None and worker.generation == opened_on:  # opened on this very worker
+            worker.attached.add(episode_id)
         worker.last_used[scenario.key] = time.monotonic()
         self.episodes[episode_id] = episode
         if worker.lease is not None:  # should this process die, the service moves them there, never removes them
@@ -1102,18 +1109,28 @@ class EnvPool:
         return [e for e in [*self.episodes.values(), *ready] if e.worker is worker and not e.closed]
 
     async def _ensure_attached(self, episode: PoolEpisode) -> None:
-        """After a worker restart, re-open the episode on its existing databases (state is on disk)."""
+        """After a worker restart, re-open the episode on its existing databases (state is on disk). A worker that
+        dies in the meantime (its death seen only now) is replaced once more and the episode opened there."""
         worker = episode.worker
-        if not worker.alive:
-            await self._restart(worker, worker.generation)
-        attached = worker.attached
-        if attached is None or episode.id in attached:
+        for attempt in (1, 2):
+            if not worker.alive:
+                await self._restart(worker, worker.generation)
+            attached, generation = worker.attached, worker.generation
+            if attached is None or episode.id in attached:
+                return
+            try:
+                await self._load(worker, episode.scenario)
+                extra = {"options": episode.options} if episode.options is not None else {}
+                await worker.request("open", scenario=episode.scenario.key, run_dir=str(episode.info.live_dir),
+                                     episode=episode.id, attach=True, schema_check=episode.schema_check, **extra)
+            except WorkerError as exc:
+                if exc.kind != "worker_died" or attempt == 2:
+                    raise
+                await self._restart(worker, generation)
+                continue
+            if worker.generation == generation:  # (else it was opened on a worker that is gone: again, next time)
+                attached.add(episode.id)
             return
-        await self._load(worker, episode.scenario)
-        extra = {"options": episode.options} if episode.options is not None else {}
-        await worker.request("open", scenario=episode.scenario.key, run_dir=str(episode.info.live_dir),
-                             episode=episode.id, attach=True, schema_check=episode.schema_check, **extra)
-        attached.add(episode.id)
 
 
 _MOVES = [threading.Lock() for _ in range(64)]  # one episode's databases move (out, in) one at a time
