@@ -47,6 +47,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
     # priority: the palette opens as the key is read, so the letters typed right after it are its search's (they
     # went to the screen below: r reversed the catalog, the rest were lost, and enter ran the palette's first entry)
     ActionSpec("app.palette", "command_palette", "ctrl+p", "Commands", "app", show=False, priority=True),
+    # priority, on every screen: the focus moves as tab is read, so the keys typed right after it land in the field
+    # it moved to (Textual's own tab is read after the focused widget's queue: "url tab model" typed at once put
+    # the model into the URL field, and an enter after a tab pressed the widget the tab had left)
+    ActionSpec("app.next_field", "focus_next", "tab", "Next field", "app", show=False, priority=True),
+    ActionSpec("app.previous_field", "focus_previous", "shift+tab", "Previous field", "app", show=False,
+               priority=True),
     # the catalog's keys are read as the app reads them (priority), so none overtakes another typed before it: the
     # letters typed right after / land in the search box, the keys typed right after enter or esc in it land in
     # the list (screens/catalog.py moves the focus at once); in the search box s, r and the arrows are typed

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import weakref
@@ -103,7 +104,36 @@ class AwmApp(App):
             hold = getattr(self.screen, "hold_key", None)
             if hold is not None and hold(event):
                 return
+            if await self._edit_key_in_order(event):
+                return
         await super().on_event(event)
+
+    async def _edit_key_in_order(self, event: events.Key) -> bool:
+        """A key a text field does not type itself (backspace, ←, home, end, enter, esc …) is one of its bindings
+        (or its screen's), which Textual runs only once the key has gone through the field's queue and bubbled back
+        to the app: the letters typed after it overtook it ("abc⌫d" typed at once gave "abd" with the d typed before
+        the ⌫: "abc"; "x enter" in a form sent the field as it was before the x). Read here instead, in order: the
+        keys queued at the field before it are typed first, then its binding runs, before the next key is read. True
+        when a binding took it; a key no binding takes goes on as Textual sends it."""
+        from textual.widgets import Input, TextArea
+
+        focused = self.focused
+        if event.is_forwarded or not isinstance(focused, (Input, TextArea)):
+            return False
+        if event.is_printable or (isinstance(focused, TextArea) and (
+                event.key == "enter" or (event.key == "tab" and focused.tab_behavior == "indent"))):
+            return False  # typed by the field itself, in its queue's order
+        if self.screen.maximized is not None and event.key == "escape" and self.escape_to_minimize:
+            return False
+        if await self._check_bindings(event.key, priority=True):
+            return True  # read at once, as Textual reads priority keys (tab, ctrl+j …)
+        done = asyncio.Event()
+        if focused.is_attached and focused.call_later(done.set):
+            try:  # the field types every key queued at it before this one
+                await asyncio.wait_for(done.wait(), 10)
+            except asyncio.TimeoutError:
+                pass
+        return self.focused is focused and await self._check_bindings(event.key)
 
     # -- keys typed while a screen is still being mounted ------------------------------------------
     def _mounted(self, screen) -> bool:

@@ -23,6 +23,7 @@ from awm_engine.gen.store import run_signature
 
 from ..actions import bindings
 from ..widgets.footer import KeyFooter
+from .leaving import screen_left
 from .environment import EnvironmentScreen, _shown_path
 
 STATE_STYLES = {"done": "green", "kept": "yellow", "failed": "bold red", "running": "cyan", "pending": "dim"}
@@ -142,7 +143,7 @@ class GenRunScreen(Screen):
 
     def _show(self, changed: bool) -> None:
         self._reading = False
-        if not changed or not self.is_attached:
+        if not changed or screen_left(self):
             return
         view, status = self.view, self.view.status
         error = self.query_one("#gen-error", Static)

@@ -30,6 +30,7 @@ from ..widgets.footer import KeyFooter
 from ..widgets.safe import shown
 from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
+from .leaving import screen_left
 
 FLAT = ("string", "integer", "number", "boolean")
 NEVER_HELD = ("escape", "ctrl+q", "ctrl+c")  # leaving the screen or the app is never made to wait for a form
@@ -196,7 +197,7 @@ class PlayScreen(Screen):
         outcome = await run_episode(self.app.catalog, self.scenario, self.task_idx, self.policy, config, run_dir,
                                     pool=pool, verify_mode="both", judge=self.app.judge_endpoint(),
                                     meta={"model": "human"}, on_open=self.episode_opened, on_event=self.on_step)
-        if not self.is_attached or self.leaving:
+        if screen_left(self) or self.leaving:
             return
         if outcome.failure is not None:
             self._opening = False
@@ -214,6 +215,9 @@ class PlayScreen(Screen):
 
     async def episode_opened(self, episode) -> None:
         self.episode = episode
+        if screen_left(self) or self.leaving:  # esc while it was opening: it ends as abandoned, fills nothing
+            self.policy.abandon()
+            return
         order = {t.name: i for i, t in enumerate(self.scenario.tools())}  # the Tools tab's order (the routes')
         # one entry per name, the tool a call by that name reaches (the last): two routes may share an operation
         # id, and an option list's ids must be unique
@@ -231,7 +235,7 @@ class PlayScreen(Screen):
         await self.rebuild_form()
 
     def on_step(self, event) -> None:
-        if not self.is_attached or self.leaving:  # the abandoned episode ends after the screen is gone
+        if screen_left(self) or self.leaving:  # the abandoned episode ends after the screen is gone
             return
         self.query_one(Transcript).add_event(event)
         if isinstance(event, RolloutFinished):
@@ -265,7 +269,7 @@ class PlayScreen(Screen):
 
     async def _release(self) -> None:
         self._releasing = False
-        while self._held and not self.holding and self.is_attached:
+        while self._held and not self.holding and not screen_left(self):
             key = self._held.pop(0)
             await self.app.on_event(key)  # a key that highlights another tool makes the rest wait again
         if self._held and self.holding and not self._releasing and self._want == self._built_for \
@@ -339,7 +343,7 @@ class PlayScreen(Screen):
         """Build the highlighted tool's form, one rebuild at a time, until the form shown is the one wanted; the
         screen's ``current``/``fields`` change only once the new widgets are mounted. Then the held keys go."""
         async with self._build_lock:
-            while self._want is not None and self._want != self._built_for and self.is_attached:
+            while self._want is not None and self._want != self._built_for and not screen_left(self):
                 name = self._want
                 tool = next((t for t in self.tools if t["name"] == name), None)
                 if tool is None:

@@ -21,6 +21,7 @@ from awm_engine.bench import report
 
 from ..actions import bindings
 from ..widgets.footer import KeyFooter
+from .leaving import screen_left
 
 GROUP_STYLES = ("cyan", "magenta", "green", "yellow", "blue")
 
@@ -95,11 +96,11 @@ class BenchReportScreen(Screen):
         self.app.call_from_thread(self._show, table)
 
     def _failed(self, message: str) -> None:
-        if self.is_attached:
+        if not screen_left(self):  # the reading ends after the screen was closed: nothing to fill
             self.query_one("#report-head", Static).update(Text(message, "red"))
 
     def _show(self, table: dict) -> None:
-        if not self.is_attached:
+        if screen_left(self):
             return
         self.table = table
         head = Text.assemble((_count(len(table["rows"]), "model"), "bold"),

@@ -23,6 +23,7 @@ from ..actions import bindings
 from ..widgets.footer import KeyFooter
 from ..widgets.transcript import Transcript
 from ..widgets.verdict import SideBySide
+from .leaving import screen_left
 
 CUSTOM = "(base URL and model below)"
 
@@ -90,7 +91,7 @@ class RolloutScreen(Screen):
                 field.cursor_blink = False
 
     def state(self, text: str) -> None:
-        if self.is_attached:  # the rollout worker may outlive the screen by a moment
+        if not screen_left(self):  # the rollout worker may outlive the screen by a moment
             self.query_one("#state", Static).update(text)
 
     def endpoint(self):
@@ -187,9 +188,9 @@ class RolloutScreen(Screen):
             await policy.aclose()
             if generation == self.generation and not self.stopped:
                 self.running = False
-                if self.is_attached:
+                if not screen_left(self):
                     self.query_one("#start", Button).disabled = False
-        if generation != self.generation or self.stopped:
+        if generation != self.generation or self.stopped or screen_left(self):
             return
         if outcome.failure is not None:
             self.state(f"[red]could not start the episode: {escape(str(outcome.failure))}[/red]")
@@ -197,13 +198,13 @@ class RolloutScreen(Screen):
         self.finished = outcome.finished
         report = outcome.verification
         self.reports = report.to_dict()
-        if self.is_attached:
+        if not screen_left(self):
             self.query_one(SideBySide).show_report(self.reports, self.finished.env_errors,
                                                    self.finished.stop_reason)
         self.state(f"finished: {self.finished.stop_reason} · {report.label} · reward {report.reward}")
 
     async def episode_opened(self, episode) -> None:
-        if self.stopped:
+        if self.stopped or screen_left(self):
             return
         self.episode = episode
         self.state(f"MCP server at {episode.url} · {len(episode.tools)} tools · paused before the "
@@ -212,7 +213,7 @@ class RolloutScreen(Screen):
             await self.wait_gate()
 
     async def on_step(self, event) -> None:
-        if not self.is_attached or self.stopped:
+        if screen_left(self) or self.stopped:
             return
         self.turn = getattr(event, "iteration", None) or self.turn
         self.query_one(Transcript).add_event(event)

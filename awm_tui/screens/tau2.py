@@ -5,6 +5,7 @@ agent, or watch both models), replay of a τ² rollout (conversation, tool calls
 verdict (every reward component)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -276,10 +277,13 @@ class Tau2Screen(Screen):
             pool = await self.app.get_pool()
             self.diagnosis = await diagnose_domain(self.scenario, pool)
         except Exception as exc:  # noqa: BLE001 - diagnose never raises for bad data; the pool might
-            self.notify(visible(f"{type(exc).__name__}: {exc}"), title="awm env doctor", severity="error", markup=False)
+            if not screen_left(self):  # said on this screen only, never on the one the user went to
+                self.notify(visible(f"{type(exc).__name__}: {exc}"), title="awm env doctor", severity="error",
+                            markup=False)
         finally:
             self.diagnosing = False
-            self.query_one("#tau2-overview", Static).update(self.overview())
+            if not screen_left(self):
+                self.query_one("#tau2-overview", Static).update(self.overview())
 
     @work(thread=True, exclusive=True, group="tau2-db")
     def load_databases(self) -> None:
@@ -302,9 +306,13 @@ class Tau2Screen(Screen):
 
     def _checked(self, quick: Any, problem: str) -> None:
         self.quick, self.db_problem = quick, problem
+        if screen_left(self):  # the domain's databases were read after the screen was closed
+            return
         self.query_one("#tau2-overview", Static).update(self.overview())
 
     def _databases_failed(self, message: str) -> None:
+        if screen_left(self):
+            return
         for widget in ("#tau2-table-detail", "#tau2-data"):
             self.query_one(widget, Static).update(Text(message, style="red"))
 
@@ -312,6 +320,8 @@ class Tau2Screen(Screen):
         self.databases = dbs
         self.collections = collections
         self.counts = counts
+        if screen_left(self):
+            return
         self.query_one("#tau2-table-list", OptionList).add_options(
             [Option(visible(f"{c.table} ({n})"), id=str(i)) for i, (c, n) in enumerate(zip(collections, counts))])
         self.query_one("#tau2-data", Static).update(preview)
@@ -410,7 +420,7 @@ class Tau2PlayScreen(Screen):
     ``/tool {json}`` to call a tool (``/tools`` lists yours)."""
 
     SCOPE = "play"
-    BINDINGS = bindings("play", only=("play.call", "play.answer", "play.select_all", "play.back"))
+    BINDINGS = bindings("play", only=("play.call", "play.answer", "play.select_all", "play.back", "play.enter"))
     AUTO_FOCUS = "#tau2-input"
     DEFAULT_CSS = """
     Tau2PlayScreen #tau2-play-tabs { height: 1fr; }
@@ -453,7 +463,7 @@ class Tau2PlayScreen(Screen):
         self.converse()
 
     def status(self, text: str | Text) -> None:
-        if self.is_attached:  # a termination reason, a failure: text, never markup
+        if not screen_left(self):  # a termination reason, a failure: text, never markup
             self.query_one("#tau2-play-status", Static).update(text if isinstance(text, Text) else shown(text))
 
     @work(exclusive=True, group="tau2-play")
@@ -494,7 +504,7 @@ class Tau2PlayScreen(Screen):
             for policy in owned:
                 await policy.aclose()
         self.done = True
-        if not self.is_attached:
+        if screen_left(self):
             return
         if sim is None:
             self.status(f"the episode could not be opened: {failure}")
@@ -513,11 +523,16 @@ class Tau2PlayScreen(Screen):
         return f"you are the {me}: type a message, or /tool {{json}} to call one of your {len(self.my_tools)} tools"
 
     def add_step(self, event) -> None:
-        if self.is_attached:
+        if not screen_left(self):
             self.query_one(Transcript).add_event(event)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+        self.send(event.input)
+
+    def send(self, box: Input) -> None:
+        """What the box says, sent as the human's turn (a message, or ``/tool {json}``); the box is emptied at once,
+        so the keys typed after it are the next message's."""
+        text = box.value.strip()
         if not text or self.done:
             return
         if text == "/tools":
@@ -536,13 +551,26 @@ class Tau2PlayScreen(Screen):
                                                  json.dumps(json.loads(raw) if raw.strip() else {}))])
         else:
             turn = AssistantTurn(text)
-        event.input.value = ""
+        box.value = ""
         self.human.queue.put_nowait(turn)
 
-    def action_call_tool(self) -> None:
-        self.query_one(Input).action_submit()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "enter_key":  # enter in the message box; elsewhere it is the widget's
+            return isinstance(self.focused, Input)
+        return True
 
-    action_submit_answer = action_call_tool
+    async def action_call_tool(self) -> None:
+        """ctrl+j, ctrl+f or enter, read as the app reads the key (priority): the box first types every key queued
+        at it (the letters typed just before the key, at full speed, were not in it yet: the message went out cut or
+        not at all), then it is sent and emptied before the next key is read."""
+        box = self.query_one("#tau2-input", Input)
+        done = asyncio.Event()
+        if box.is_attached and box.call_later(done.set):
+            await done.wait()
+        if not screen_left(self):
+            self.send(box)
+
+    action_submit_answer = action_enter_key = action_call_tool
 
     def action_select_all_text(self) -> None:
         self.query_one(Input).action_select_all()
