@@ -191,3 +191,131 @@ async def test_tau2_message_typed_with_a_correction_then_sent_at_once(tmp_path, 
         assert first.content == "cancel Z7GOZK please" and not first.tool_calls
         assert [(c.name, c.arguments) for c in second.tool_calls] == [("cancel_reservation", "{}")]
         assert box.value == ""
+
+
+# -- late callbacks: a screen the user left fills nothing, raises nothing, touches no other screen --------------
+
+async def left_while_attached(app, pilot, screen, widget_id):
+    """Close ``screen`` as esc does, its widget ``widget_id`` already gone (as the screen's removal does first):
+    the window in which a late callback used to pass ``is_attached`` and raise NoMatches."""
+    await screen.query_one(widget_id).remove()
+    app.pop_screen()
+    assert screen.is_attached and screen not in app.screen_stack
+
+
+async def test_a_report_read_after_its_screen_was_closed_fills_nothing(tmp_path, cores):
+    import threading
+
+    from awm_engine.bench import report as bench_report
+    from awm_tui.screens.report import BenchReportScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await catalog_ready(app, pilot)
+        below = app.screen
+        # 1. the worker ends while the screen is being removed (still attached, its widgets going)
+        app.open_report([])
+        screen = await on_top(app, pilot, BenchReportScreen)
+        await wait_until(pilot, lambda: screen.table is not None)
+        table, screen.table = screen.table, None
+        await left_while_attached(app, pilot, screen, "#report-head")
+        screen._show(table)
+        screen._failed("late")
+        assert screen.table is None
+        await wait_until(pilot, lambda: not screen.is_attached)
+        # 2. a real late reading: the runs are read after esc
+        gate = threading.Event()
+        build = bench_report.build_table
+        original = bench_report.build_table = lambda run_dirs: (gate.wait(30), build(run_dirs))[1]
+        try:
+            app.open_report([])
+            screen = await on_top(app, pilot, BenchReportScreen)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is below)
+            gate.set()
+            await wait_until(pilot, lambda: not screen.is_attached and not [
+                w for w in app.workers if w.group == "bench-report" and not w.is_finished])
+        finally:
+            if bench_report.build_table is original:
+                bench_report.build_table = build
+        assert app.is_running and app.screen is below and screen.table is None
+
+
+async def test_a_rollout_step_after_its_screen_was_closed_fills_nothing(tmp_path, cores):
+    from types import SimpleNamespace
+
+    from awm_tui.screens.rollout import RolloutScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await catalog_ready(app, pilot)
+        below = app.screen
+        app.push_screen(RolloutScreen(app.catalog.get("maple_library_lending"), 3))
+        screen = await on_top(app, pilot, RolloutScreen)
+        await left_while_attached(app, pilot, screen, "#state")
+        screen.state("late")
+        await screen.on_step(SimpleNamespace(iteration=4))
+        await screen.episode_opened(SimpleNamespace(url="http://x", tools=[]))
+        assert screen.turn == 0 and screen.episode is None
+        await wait_until(pilot, lambda: not screen.is_attached)
+        assert app.is_running and app.screen is below
+
+
+async def test_tau2_callbacks_after_their_screens_were_closed_fill_nothing(tmp_path, cores):
+    from types import SimpleNamespace
+
+    from awm_engine.bench.tau2.data import Tau2Data
+    from awm_engine.bench.tau2.episode import DomainScenario
+    from awm_tui.screens.tau2 import Tau2PlayScreen, Tau2Screen
+    from tests.test_tau2_domains import FIXTURE
+
+    data = Tau2Data(FIXTURE)
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path, tau2_data=data)
+    async with app.run_test(size=SIZE) as pilot:
+        await catalog_ready(app, pilot)
+        below = app.screen
+        # the domain screen: its databases read (and the doctor's result) after esc
+        app.open_environment("tau2_airline")
+        screen = await on_top(app, pilot, Tau2Screen)
+        await wait_until(pilot, lambda: screen.databases is not None)
+        await left_while_attached(app, pilot, screen, "#tau2-overview")
+        screen._checked(None, "")
+        screen._databases_failed("late")
+        screen._databases_loaded({}, [], [], "late")
+        await wait_until(pilot, lambda: not screen.is_attached)
+        assert app.is_running and app.screen is below
+        # play: a step and the status after esc
+        play = Tau2PlayScreen(DomainScenario(data, "airline"), data.domain("airline").task("0"), "agent")
+        play.converse = lambda: None
+        app.push_screen(play)
+        await on_top(app, pilot, Tau2PlayScreen)
+        await left_while_attached(app, pilot, play, "#tau2-play-status")
+        play.status("late")
+        play.add_step(SimpleNamespace(role="assistant", content="late"))
+        assert not play.query_one("#tau2-transcript").events
+        await wait_until(pilot, lambda: not play.is_attached)
+        assert app.is_running and app.screen is below
+
+
+async def test_a_play_episode_opened_after_esc_is_abandoned_and_fills_nothing(tmp_path, cores):
+    """esc while the episode is opening closes the screen at once; the episode that opens after it ends as
+    abandoned and fills nothing (it raised NoMatches from the removed tool list)."""
+    from awm_engine.agent.policies import HumanPolicy
+    from awm_tui.screens.play import PlayScreen
+
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await catalog_ready(app, pilot)
+        below = app.screen
+        screen = PlayScreen(app.catalog.get("pinecrest_online_store"), 0)
+        screen.start_episode = lambda: None  # the episode opens below, late, by hand
+        app.push_screen(screen)
+        await on_top(app, pilot, PlayScreen)
+        await left_while_attached(app, pilot, screen, "#play-tools")
+        assert isinstance(screen.policy, HumanPolicy)
+        await screen.episode_opened(object())
+        screen.on_step(object())
+        assert screen.policy.queue.get_nowait() is None  # abandoned
+        assert not screen.tools
+        await wait_until(pilot, lambda: not screen.is_attached)
+        assert app.is_running and app.screen is below
