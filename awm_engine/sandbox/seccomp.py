@@ -5,7 +5,8 @@ Everything is allowed except the calls untrusted code has no business making: tr
 processes (``ptrace``, ``process_vm_*``, ``kcmp``), mounting and namespace games (``mount``, ``unshare``,
 ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``), the
 kernel keyring, BPF, perf, userfaultfd, io_uring (its operations bypass this filter), module and kexec
-loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``) and the like. Sockets only of the families a network
+loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``), inotify (counted per host uid, so shared by every
+sandbox, and watching files every sandbox shares) and the like. Sockets only of the families a network
 namespace contains (unix, IPv4, IPv6, and netlink for routing only): any other fails with EAFNOSUPPORT — ``AF_VSOCK`` above all, which
 no network namespace isolates (from a VM it reaches the hypervisor's host, whose VMM may hand the connection on to
 a unix socket of a host process). Denied calls fail with EPERM; a call
@@ -36,6 +37,10 @@ DENIED = (
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "clock_adjtime",
     "adjtimex", "iopl", "ioperm", "vhangup", "lookup_dcookie", "uselib", "nfsservctl", "personality",
     "fanotify_init",
+    # inotify: the kernel counts instances and watches per uid of the host's user namespace, over every namespace
+    # below it: one sandbox could hold them all for every other sandbox (all run as one uid), and a watch needs no
+    # Landlock right, so it would see other sandboxes and the host open the files they all share read-only
+    "inotify_init", "inotify_init1", "inotify_add_watch",
 )
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000)
 #                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
