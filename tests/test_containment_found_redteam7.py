@@ -84,3 +84,46 @@ def test_one_sandbox_cannot_take_or_watch_through_inotify_what_every_sandbox_of_
     held, other = json.loads(held.text), json.loads(other.text)
     assert held["held"] == 0 and held["watch"] < 0, held  # no instance to hold, no watch on shared files
     assert other["errno"] != errno.EMFILE, other  # (it was: the hostile scenario held the uid's every instance)
+
+
+NO_USERNS = r'''
+import ctypes, json, sys
+from awm_engine.sandbox import init
+
+class NoUserns:  # the host refuses the sandbox uid a user namespace (a sysctl, an AppArmor rule, a full count)
+    def __init__(self, real):
+        self.real = real
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+    def unshare(self, flags):
+        ctypes.set_errno(28)
+        return -1
+
+real = ctypes.CDLL
+init.ctypes = type("C", (), {"CDLL": staticmethod(lambda *a, **k: NoUserns(real(*a, **k))),
+                             "get_errno": staticmethod(ctypes.get_errno), "c_uint32": ctypes.c_uint32})
+try:
+    init.drop_privileges(int(sys.argv[1]), int(sys.argv[1]), 1000)
+except init.SandboxSetupError as exc:
+    print(json.dumps({"refused": str(exc)}))
+else:
+    print(json.dumps({"ran_as": open("/proc/self/uid_map").read().split()}))
+'''
+
+
+def test_a_sandbox_whose_user_namespace_the_host_refuses_does_not_run(tmp_path):
+    """``init.drop_privileges`` went on, without a word, when ``unshare(CLONE_NEWUSER)`` failed: the sandboxed code
+    then ran in the host's user namespace, where the kernel counts the processes of every sandbox (one uid) together,
+    so the per-sandbox ``RLIMIT_NPROC`` became one limit for all of them — one sandbox's threads stopped every
+    other's — and the run's recorded protections said nothing of it."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("the uid drop runs only when awm runs as root")
+    from awm_engine.sandbox.launcher import PACKAGE_PARENT, sandbox_ids
+
+    done = subprocess.run([sys.executable, "-c", NO_USERNS, str(sandbox_ids()[0])], capture_output=True, timeout=60,
+                          env={"PYTHONPATH": PACKAGE_PARENT, "PATH": "/usr/bin:/bin"})
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert "refused" in out, (out, done.stderr.decode()[-2000:])

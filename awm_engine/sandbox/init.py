@@ -58,12 +58,16 @@ def drop_privileges(uid: int, gid: int, inside: int) -> None:
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # every capability is gone now (all uids non-zero, no keep-caps)
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the uid change made /proc/self root's; it is this process's again
-    if libc.unshare(CLONE_NEWUSER) == 0:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{inside} {uid} 1\n")
-        _write("/proc/self/gid_map", f"{inside} {gid} 1\n")
-        for cap in range(CAP_LAST + 1):  # the new namespace granted a full set: give it all back
-            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    # a user namespace of its own, never assumed: without it every sandbox shares the host's counts of the sandbox
+    # uid (``RLIMIT_NPROC`` below would cap the processes of all sandboxes together, so one sandbox's threads would
+    # stop every other's), and nothing untrusted runs on a promise the kernel did not keep
+    if libc.unshare(CLONE_NEWUSER) != 0:
+        raise SandboxSetupError(f"could not enter a user namespace of its own (unshare: errno {ctypes.get_errno()})")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{inside} {uid} 1\n")
+    _write("/proc/self/gid_map", f"{inside} {gid} 1\n")
+    for cap in range(CAP_LAST + 1):  # the new namespace granted a full set: give it all back
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _drop_capabilities(libc)
     if os.getuid() == 0 or os.geteuid() == 0:
         raise SandboxSetupError("could not drop root")
