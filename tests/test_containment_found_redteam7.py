@@ -127,3 +127,51 @@ def test_a_sandbox_whose_user_namespace_the_host_refuses_does_not_run(tmp_path):
                           env={"PYTHONPATH": PACKAGE_PARENT, "PATH": "/usr/bin:/bin"})
     out = json.loads(done.stdout.decode().strip().splitlines()[-1])
     assert "refused" in out, (out, done.stderr.decode()[-2000:])
+
+
+SQUAT = r'''
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.bind("\0" + sys.argv[1])
+    s.listen()
+except OSError as exc:
+    print(json.dumps({"bound": repr(exc)}), flush=True)
+    raise SystemExit
+print(json.dumps({"bound": True}), flush=True)
+s.settimeout(20)
+conn, _ = s.accept()
+print(json.dumps({"got": conn.recv(100).decode()}), flush=True)
+'''
+
+
+def test_what_a_sandbox_with_network_can_still_do_with_abstract_sockets_is_recorded(tmp_path):
+    """A sandbox with network (an MCP-Universe server) shares the host's network namespace, and with it the
+    namespace of abstract unix socket names. Landlock (ABI 6) keeps it from connecting to the host's, but not from
+    binding one: a host client that connects to a name no host server holds (X11's ``@/tmp/.X11-unix/X0`` while no X
+    server runs, a D-Bus address) talks to the sandbox. Nothing the kernel offers stops the bind (a system-call filter
+    cannot read the address), so it cannot be fixed here: the recorded protections must say it, and did not."""
+    _need_sandbox()
+    import os
+    import socket
+    import subprocess
+    import uuid
+
+    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+
+    name = f"awm-redteam7-squat-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    sandbox = Sandbox(SandboxPolicy(writable=[str(tmp_path / "own")], network=True), "squat")
+    proc = sandbox.popen([sys.executable, "-c", SQUAT, name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        first = json.loads(proc.stdout.readline() or b"{}")
+        if first.get("bound") is True:  # what a host client would hand the sandbox
+            with socket.socket(socket.AF_UNIX) as client:
+                client.settimeout(10)
+                client.connect("\0" + name)
+                client.sendall(b"host")
+            assert json.loads(proc.stdout.readline())["got"] == "host"
+    finally:
+        sandbox.cleanup()
+    facts = host.protections(network=True)
+    if first.get("bound") is True:
+        assert "abstract unix socket" in facts.off.get("network_isolated", ""), facts.off

@@ -234,6 +234,14 @@ def _shm_keys() -> set[int]:
     return {int(line.split()[0]) for line in lines if line.split()}
 
 
+# what a sandbox in the host's network namespace can still do with abstract unix sockets: Landlock scopes only the
+# connecting side (ABI 6), and nothing the kernel offers (nor a system-call filter, which cannot read the address)
+# keeps it from binding a name there — a host client that connects to a name no host server holds (X11's
+# ``@/tmp/.X11-unix/X0`` with no X server up, a D-Bus or containerd address) reaches the sandbox instead
+ABSTRACT_BIND = ("; abstract unix socket names in the host's network namespace can be bound (listened on): a host "
+                 "client connecting to a name no host server holds reaches the sandbox")
+
+
 def _measure(network: bool) -> Protections:
     from awm_engine.sandbox import launcher
 
@@ -296,7 +304,8 @@ def _measure(network: bool) -> Protections:
                 reasons[name] = ("network allowed by this sandbox's policy: TCP only to ports "
                                  f"{', '.join(map(str, launcher.network_ports()))} (any address), UDP anywhere"
                                  if abi >= 4 else "network allowed by this sandbox's policy, to any port and "
-                                 f"address, the host's loopback listeners included (Landlock ABI {abi} < 4)")
+                                 f"address, the host's loopback listeners included (Landlock ABI {abi} < 4)") + \
+                    ABSTRACT_BIND
             else:
                 reasons.setdefault(name, ns_why or "measured off by the probe")
     if not p.parent_nondumpable:
