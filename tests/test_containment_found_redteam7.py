@@ -175,3 +175,45 @@ def test_what_a_sandbox_with_network_can_still_do_with_abstract_sockets_is_recor
     facts = host.protections(network=True)
     if first.get("bound") is True:
         assert "abstract unix socket" in facts.off.get("network_isolated", ""), facts.off
+
+
+DNOTIFY = r'''
+import fcntl, json, os, signal, sys, time
+hits = []
+signal.signal(signal.SIGRTMIN + 1, lambda *a: hits.append(1))
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGRTMIN + 1)
+    fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_ACCESS | fcntl.DN_MULTISHOT)
+    print(json.dumps({"watching": True}), flush=True)
+except OSError as exc:
+    print(json.dumps({"watching": type(exc).__name__}), flush=True)
+sys.stdin.readline()
+time.sleep(0.5)
+print(json.dumps({"hits": len(hits)}), flush=True)
+'''
+
+
+def test_a_sandbox_cannot_watch_with_dnotify_what_the_host_and_other_sandboxes_read(tmp_path):
+    """With inotify refused, ``fcntl(F_NOTIFY)`` (dnotify) still watched a directory every sandbox shares read-only:
+    a signal for each read of a file in it, by the host or by another sandbox."""
+    _need_sandbox()
+    import subprocess
+
+    from awm_engine.sandbox import launcher
+    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+
+    shared = Path(launcher.__file__).parent  # awm's package: in every sandbox's view
+    sandbox = Sandbox(SandboxPolicy(writable=[str(tmp_path / "own")]), "dnotify")
+    proc = sandbox.popen([sys.executable, "-c", DNOTIFY, str(shared)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    try:
+        first = json.loads(proc.stdout.readline() or b"{}")
+        for _ in range(5):  # what the host (or another sandbox) reads there
+            (shared / "view.py").read_bytes()
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        last = json.loads(proc.stdout.readline() or b"{}")
+    finally:
+        sandbox.cleanup()
+    assert first.get("watching") is not True and last.get("hits") == 0, (first, last)

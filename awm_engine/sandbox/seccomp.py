@@ -5,8 +5,8 @@ Everything is allowed except the calls untrusted code has no business making: tr
 processes (``ptrace``, ``process_vm_*``, ``kcmp``), mounting and namespace games (``mount``, ``unshare``,
 ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``), the
 kernel keyring, BPF, perf, userfaultfd, io_uring (its operations bypass this filter), module and kexec
-loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``), inotify (counted per host uid, so shared by every
-sandbox, and watching files every sandbox shares) and the like. Sockets only of the families a network
+loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``), inotify and dnotify (``fcntl F_NOTIFY``): inotify's
+instances are counted per host uid, so shared by every sandbox, and both watch files every sandbox shares, and the like. Sockets only of the families a network
 namespace contains (unix, IPv4, IPv6, and netlink for routing only): any other fails with EAFNOSUPPORT — ``AF_VSOCK`` above all, which
 no network namespace isolates (from a VM it reaches the hypervisor's host, whose VMM may hand the connection on to
 a unix socket of a host process). Denied calls fail with EPERM; a call
@@ -45,6 +45,7 @@ DENIED = (
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000)
 #                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+F_NOTIFY = 1026  # fcntl: directory notifications (dnotify)
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK: what a network namespace holds
 AF_NETLINK, NETLINK_ROUTE = 16, 0
 CMP_NE, CMP_GT = 1, 6
@@ -156,6 +157,8 @@ def _build(export: bool) -> int:
         rule(ACT_ERRNO | errno.ENOSYS, "clone3")  # its flags live in memory a filter cannot read
         for flag in NAMESPACE_FLAGS:
             rule(eperm, "clone", (0, CMP_MASKED_EQ, flag, flag))
+        for call in ("fcntl", "fcntl64"):  # dnotify: inotify's elder, the same watch on what every sandbox shares
+            rule(eperm, call, (1, CMP_EQ, F_NOTIFY, 0))
         for request in (TIOCSTI, TIOCLINUX):
             rule(eperm, "ioctl", (1, CMP_MASKED_EQ, 0xFFFFFFFF, request))
         no_family = ACT_ERRNO | errno.EAFNOSUPPORT
