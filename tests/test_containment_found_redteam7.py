@@ -217,3 +217,54 @@ def test_a_sandbox_cannot_watch_with_dnotify_what_the_host_and_other_sandboxes_r
     finally:
         sandbox.cleanup()
     assert first.get("watching") is not True and last.get("hits") == 0, (first, last)
+
+
+SETUID = r'''
+import json, os, shutil, sys
+own = sys.argv[1]
+out = {}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+target = os.path.join(own, "chmodded")
+shutil.copyfile(sys.executable, target)
+attempt("chmod", lambda: os.chmod(target, 0o4755))
+attempt("chmod_sgid", lambda: os.chmod(target, 0o2755))
+def create(name, mode, flags=os.O_CREAT | os.O_WRONLY):
+    fd = os.open(os.path.join(own, name), flags, mode)
+    os.close(fd)
+attempt("open", lambda: create("opened", 0o4755))
+def tmpfile():
+    fd = os.open(own, os.O_TMPFILE | os.O_WRONLY, 0o4755)
+    os.link(f"/proc/self/fd/{fd}", os.path.join(own, "linked"))
+    os.close(fd)
+attempt("tmpfile", tmpfile)
+attempt("plain", lambda: create("plain", 0o755))
+print(json.dumps(out))
+'''
+
+
+def test_a_sandbox_leaves_no_set_user_id_file_on_the_host(tmp_path):
+    """A sandbox directory without a size-capped tmpfs of its own (BFCL's project root; any directory where the
+    quota mount is not there) lies on the host's file system, mounted without ``nosuid`` on the host: the sandbox
+    could leave there a copy of Python that is set-user-ID to the sandbox uid, which anyone on the host who could
+    reach it would run as that uid — the owner of every running sandbox's directory and user namespace (another
+    tenant's databases, its processes)."""
+    _need_sandbox()
+    import os
+    import stat
+
+    from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy
+
+    own = tmp_path / "own"
+    done = Sandbox(SandboxPolicy(writable=[str(own)]), "setuid").run(
+        [sys.executable, "-c", SETUID, str(own)], timeout=60, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert out["plain"] == "done", out  # files are still made as asked
+    left = {entry.name: oct(entry.stat(follow_symlinks=False).st_mode) for entry in os.scandir(own)
+            if entry.stat(follow_symlinks=False).st_mode & (stat.S_ISUID | stat.S_ISGID)}
+    assert not left, (left, out)

@@ -46,6 +46,7 @@ NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0
 #                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 F_NOTIFY = 1026  # fcntl: directory notifications (dnotify)
+S_ISUID, S_ISGID, O_CREAT, O_TMPFILE = 0o4000, 0o2000, 0o100, 0o20000000
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK: what a network namespace holds
 AF_NETLINK, NETLINK_ROUTE = 16, 0
 CMP_NE, CMP_GT = 1, 6
@@ -157,6 +158,18 @@ def _build(export: bool) -> int:
         rule(ACT_ERRNO | errno.ENOSYS, "clone3")  # its flags live in memory a filter cannot read
         for flag in NAMESPACE_FLAGS:
             rule(eperm, "clone", (0, CMP_MASKED_EQ, flag, flag))
+        # no set-user-ID or set-group-ID file: a sandbox directory without a size-capped tmpfs (nosuid) of its own
+        # lies on a host file system, where anyone who can reach it would run such a file as the sandbox uid — the
+        # owner of every sandbox's directory and user namespace
+        for bit in (S_ISUID, S_ISGID):
+            for call, mode_arg in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1),
+                                   ("mknod", 1), ("mknodat", 2)):
+                rule(eperm, call, (mode_arg, CMP_MASKED_EQ, bit, bit))
+            for call, flags_arg in (("open", 1), ("openat", 2)):
+                for creating in (O_CREAT, O_TMPFILE):
+                    rule(eperm, call, (flags_arg, CMP_MASKED_EQ, creating, creating),
+                         (flags_arg + 1, CMP_MASKED_EQ, bit, bit))
+        rule(ACT_ERRNO | errno.ENOSYS, "openat2")  # its mode lives in memory a filter cannot read (libc falls back)
         for call in ("fcntl", "fcntl64"):  # dnotify: inotify's elder, the same watch on what every sandbox shares
             rule(eperm, call, (1, CMP_EQ, F_NOTIFY, 0))
         for request in (TIOCSTI, TIOCLINUX):
