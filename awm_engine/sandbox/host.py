@@ -172,6 +172,11 @@ PROBE = r'''
 import ctypes, errno, json, os, socket, sys
 cfg = json.loads(sys.argv[1])
 r = {"uid": os.getuid()}
+try:  # the host's user namespace maps every uid to itself
+    with open("/proc/self/uid_map") as f:
+        r["own_user_ns"] = f.read().split() != ["0", "0", "4294967295"]
+except OSError:
+    r["own_user_ns"] = None
 r["canary"] = os.path.exists(cfg["canary"])
 r["shadow"] = os.path.exists("/etc/shadow")
 r["host_tmp"] = os.path.exists(cfg["host_tmp_marker"])
@@ -234,6 +239,14 @@ def _shm_keys() -> set[int]:
     return {int(line.split()[0]) for line in lines if line.split()}
 
 
+# what a sandbox in the host's network namespace can still do with abstract unix sockets: Landlock scopes only the
+# connecting side (ABI 6), and nothing the kernel offers (nor a system-call filter, which cannot read the address)
+# keeps it from binding a name there — a host client that connects to a name no host server holds (X11's
+# ``@/tmp/.X11-unix/X0`` with no X server up, a D-Bus or containerd address) reaches the sandbox instead
+ABSTRACT_BIND = ("; abstract unix socket names in the host's network namespace can be bound (listened on): a host "
+                 "client connecting to a name no host server holds reaches the sandbox")
+
+
 def _measure(network: bool) -> Protections:
     from awm_engine.sandbox import launcher
 
@@ -242,6 +255,7 @@ def _measure(network: bool) -> Protections:
     abi = landlock_abi()
     seccomp_ok, seccomp_why = seccomp.available() if "seccomp" not in switched_off() else (False, "AWM_SANDBOX=off-seccomp")
     groups, groups_why = limits.cgroup_support()
+    process_why = groups_why
     quota_ok, quota_why = limits.quota_support()
     p.namespaces = ns_ok
     p.unsafe_no_sandbox = not ns_ok and unsafe_allowed()
@@ -272,7 +286,12 @@ def _measure(network: bool) -> Protections:
             p.no_survivors = p.proc_isolated
             p.ipc_isolated = result["shm_left"] is False
             p.syscall_filter = p.syscall_filter and result["ptrace"] == 1 and result["unshare"] == 1
-            p.process_limit = p.process_limit or (p.namespaces and result["uid"] != 0)
+            p.process_limit = p.process_limit or (p.namespaces and result["uid"] != 0 and
+                                                  result.get("own_user_ns") is not False)
+            if result.get("own_user_ns") is False and not p.process_limit:
+                process_why = ("the host refused the sandbox a user namespace of its own, so no per-sandbox process "
+                               "limit is set (one would count every sandbox's processes together); "
+                               + (groups_why or "no pids cgroup"))
             p.signals_scoped = result["signal_parent"] != "ok"
             p.writes_confined = p.writes_confined and result["write_usr"] != "ok"
             p.disk_quota = p.disk_quota and result["quota_held"]
@@ -286,7 +305,7 @@ def _measure(network: bool) -> Protections:
                                    "root or awm's uid")
     for name, why in (("syscall_filter", seccomp_why), ("writes_confined", "Landlock is not available on this kernel"),
                       ("signals_scoped", f"Landlock ABI {abi} < 6"), ("memory_limit", groups_why),
-                      ("process_limit", groups_why), ("disk_quota", quota_why)):
+                      ("process_limit", process_why), ("disk_quota", quota_why)):
         if not getattr(p, name):
             reasons.setdefault(name, why or ns_why or "measured off by the probe")
     for name in ("filesystem_view", "path_sockets_blocked", "network_isolated", "proc_isolated", "ipc_isolated",
@@ -296,7 +315,8 @@ def _measure(network: bool) -> Protections:
                 reasons[name] = ("network allowed by this sandbox's policy: TCP only to ports "
                                  f"{', '.join(map(str, launcher.network_ports()))} (any address), UDP anywhere"
                                  if abi >= 4 else "network allowed by this sandbox's policy, to any port and "
-                                 f"address, the host's loopback listeners included (Landlock ABI {abi} < 4)")
+                                 f"address, the host's loopback listeners included (Landlock ABI {abi} < 4)") + \
+                    ABSTRACT_BIND
             else:
                 reasons.setdefault(name, ns_why or "measured off by the probe")
     if not p.parent_nondumpable:

@@ -48,9 +48,10 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def drop_privileges(uid: int, gid: int, inside: int) -> None:
+def drop_privileges(uid: int, gid: int, inside: int) -> bool:
     """Root (holding only CAP_SETUID/CAP_SETGID) becomes ``uid``:``gid`` with no groups and no capabilities, in a
-    user namespace of its own that maps ``inside`` to it."""
+    user namespace of its own that maps ``inside`` to it. False when the host refused that namespace (the code then
+    runs in the host's user namespace: ``confine`` sets no process limit, and the probe records it)."""
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(CAP_LAST + 1):  # first the bounding set (CAP_SETPCAP), while still root
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
@@ -58,7 +59,11 @@ def drop_privileges(uid: int, gid: int, inside: int) -> None:
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # every capability is gone now (all uids non-zero, no keep-caps)
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the uid change made /proc/self root's; it is this process's again
-    if libc.unshare(CLONE_NEWUSER) == 0:
+    # a user namespace of its own, never assumed: without it the kernel counts the sandbox uid's processes over every
+    # sandbox together (an RLIMIT_NPROC would be one limit for all of them: one sandbox's threads would stop every
+    # other's); the host may refuse it (user.max_user_namespaces=0, an LSM's policy)
+    own = libc.unshare(CLONE_NEWUSER) == 0
+    if own:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{inside} {uid} 1\n")
         _write("/proc/self/gid_map", f"{inside} {gid} 1\n")
@@ -67,6 +72,7 @@ def drop_privileges(uid: int, gid: int, inside: int) -> None:
     _drop_capabilities(libc)
     if os.getuid() == 0 or os.geteuid() == 0:
         raise SandboxSetupError("could not drop root")
+    return own
 
 
 def _drop_capabilities(libc) -> None:
@@ -85,10 +91,11 @@ def confine(spec: dict) -> None:
     _limit(resource.RLIMIT_FSIZE, spec["file_size_mb"] * mb if spec.get("file_size_mb") else None)
     _limit(resource.RLIMIT_NOFILE, spec.get("open_files"))
     _limit(resource.RLIMIT_CPU, spec.get("cpu_seconds"))
+    own_user_ns = True  # (without ``drop_to``, bubblewrap made the sandbox's user namespace)
     if spec.get("drop_to"):
         uid, gid = spec["drop_to"]
-        drop_privileges(int(uid), int(gid), int(spec.get("inside_uid") or 1000))
-    if spec.get("max_procs") and os.getuid() != 0:  # counted per user namespace: per sandbox
+        own_user_ns = drop_privileges(int(uid), int(gid), int(spec.get("inside_uid") or 1000))
+    if spec.get("max_procs") and os.getuid() != 0 and own_user_ns:  # counted per user namespace: per sandbox
         _limit(resource.RLIMIT_NPROC, spec["max_procs"])
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -5,7 +5,8 @@ Everything is allowed except the calls untrusted code has no business making: tr
 processes (``ptrace``, ``process_vm_*``, ``kcmp``), mounting and namespace games (``mount``, ``unshare``,
 ``setns``, ``clone`` with namespace flags; ``clone3`` answers ENOSYS so libc falls back to ``clone``), the
 kernel keyring, BPF, perf, userfaultfd, io_uring (its operations bypass this filter), module and kexec
-loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``) and the like. Sockets only of the families a network
+loading, terminal injection (``ioctl TIOCSTI/TIOCLINUX``), inotify and dnotify (``fcntl F_NOTIFY``): inotify's
+instances are counted per host uid, so shared by every sandbox, and both watch files every sandbox shares, and the like. Sockets only of the families a network
 namespace contains (unix, IPv4, IPv6, and netlink for routing only): any other fails with EAFNOSUPPORT — ``AF_VSOCK`` above all, which
 no network namespace isolates (from a VM it reaches the hypervisor's host, whose VMM may hand the connection on to
 a unix socket of a host process). Denied calls fail with EPERM; a call
@@ -36,10 +37,16 @@ DENIED = (
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "clock_adjtime",
     "adjtimex", "iopl", "ioperm", "vhangup", "lookup_dcookie", "uselib", "nfsservctl", "personality",
     "fanotify_init",
+    # inotify: the kernel counts instances and watches per uid of the host's user namespace, over every namespace
+    # below it: one sandbox could hold them all for every other sandbox (all run as one uid), and a watch needs no
+    # Landlock right, so it would see other sandboxes and the host open the files they all share read-only
+    "inotify_init", "inotify_init1", "inotify_add_watch",
 )
 NAMESPACE_FLAGS = (0x00020000, 0x10000000, 0x20000000, 0x40000000, 0x08000000, 0x04000000, 0x02000000)
 #                  NEWNS       NEWUSER     NEWPID      NEWNET      NEWIPC      NEWUTS      NEWCGROUP
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+F_NOTIFY = 1026  # fcntl: directory notifications (dnotify)
+S_ISUID, S_ISGID, O_CREAT, O_TMPFILE = 0o4000, 0o2000, 0o100, 0o20000000
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK: what a network namespace holds
 AF_NETLINK, NETLINK_ROUTE = 16, 0
 CMP_NE, CMP_GT = 1, 6
@@ -151,6 +158,20 @@ def _build(export: bool) -> int:
         rule(ACT_ERRNO | errno.ENOSYS, "clone3")  # its flags live in memory a filter cannot read
         for flag in NAMESPACE_FLAGS:
             rule(eperm, "clone", (0, CMP_MASKED_EQ, flag, flag))
+        # no set-user-ID or set-group-ID file: a sandbox directory without a size-capped tmpfs (nosuid) of its own
+        # lies on a host file system, where anyone who can reach it would run such a file as the sandbox uid — the
+        # owner of every sandbox's directory and user namespace
+        for bit in (S_ISUID, S_ISGID):
+            for call, mode_arg in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1),
+                                   ("mknod", 1), ("mknodat", 2)):
+                rule(eperm, call, (mode_arg, CMP_MASKED_EQ, bit, bit))
+            for call, flags_arg in (("open", 1), ("openat", 2)):
+                for creating in (O_CREAT, O_TMPFILE):
+                    rule(eperm, call, (flags_arg, CMP_MASKED_EQ, creating, creating),
+                         (flags_arg + 1, CMP_MASKED_EQ, bit, bit))
+        rule(ACT_ERRNO | errno.ENOSYS, "openat2")  # its mode lives in memory a filter cannot read (libc falls back)
+        for call in ("fcntl", "fcntl64"):  # dnotify: inotify's elder, the same watch on what every sandbox shares
+            rule(eperm, call, (1, CMP_EQ, F_NOTIFY, 0))
         for request in (TIOCSTI, TIOCLINUX):
             rule(eperm, "ioctl", (1, CMP_MASKED_EQ, 0xFFFFFFFF, request))
         no_family = ACT_ERRNO | errno.EAFNOSUPPORT
