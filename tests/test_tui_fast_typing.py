@@ -319,3 +319,27 @@ async def test_a_play_episode_opened_after_esc_is_abandoned_and_fills_nothing(tm
         assert not screen.tools
         await wait_until(pilot, lambda: not screen.is_attached)
         assert app.is_running and app.screen is below
+
+
+async def test_a_generation_runs_refresh_after_its_screen_was_closed_fills_nothing(tmp_path, cores):
+    """The generation view's refresh (a worker thread, every second) ends while the screen is being removed: its
+    result fills nothing and raises nothing (it passed ``is_attached`` and raised NoMatches)."""
+    from awm_tui.screens.gen import GenRunScreen
+
+    from tests.test_tui_gen import three_scenarios
+
+    out = three_scenarios(tmp_path / "gen")
+    app = AwmApp(None, cursor_blink=False, runs_root=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await catalog_ready(app, pilot)
+        below = app.screen
+        app.push_screen(GenRunScreen(out))
+        screen = await on_top(app, pilot, GenRunScreen)
+        await wait_until(pilot, lambda: screen.keys)
+        filled = []
+        screen._fill = lambda rows: filled.append(rows)
+        await left_while_attached(app, pilot, screen, "#gen-error")
+        screen._show(True)  # as the refresh's call_from_thread lands
+        assert filled == []
+        await wait_until(pilot, lambda: not screen.is_attached)
+        assert app.is_running and app.screen is below
