@@ -12,6 +12,7 @@ from pathlib import Path
 from textual import events
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.widgets import Input, TextArea
 
 from awm_engine.data.catalog import Catalog
 from awm_engine.data.paths import not_a_directory
@@ -115,8 +116,6 @@ class AwmApp(App):
         the ⌫: "abc"; "x enter" in a form sent the field as it was before the x). Read here instead, in order: the
         keys queued at the field before it are typed first, then its binding runs, before the next key is read. True
         when a binding took it; a key no binding takes goes on as Textual sends it."""
-        from textual.widgets import Input, TextArea
-
         focused = self.focused
         if event.is_forwarded or not isinstance(focused, (Input, TextArea)):
             return False
