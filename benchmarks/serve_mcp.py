@@ -220,6 +220,8 @@ def main() -> int:
                         help="scenario served before each awm round (default: the catalog's second; 'none': none)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--tool", default=None,
+                        help="tool called, with no arguments (default: the first argument-free get/list/search tool)")
     args = parser.parse_args()
     args.python = args.baseline_venv / "bin" / "python"
     probe = subprocess.run([str(args.python), "-c", "import fastapi_mcp, uvicorn, sqlalchemy"], capture_output=True) \
@@ -256,7 +258,7 @@ def run(args) -> int:
         work = Path(tmp)
         # the scenario's database, as awm builds it for an episode (the reference server opens a copy of it)
         other, args.other = args.other, None
-        warm = one("awm", args, scenario, Path(), work, None)  # also: the machine has served an environment
+        warm = one("awm", args, scenario, Path(), work, args.tool)  # also: the machine has served an environment
         db = next(work.glob("awm_*/initial.db"))
         tool = warm["tool"]
         if other is not None:  # its template built (the prepare of a server of it loads only a built one)

@@ -21,6 +21,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from awm_engine.runtime import indent_json
 from awm_engine.runtime.protocol import TRACEBACK_LIMIT, clip
 
 BASE_URL = "http://apiserver"
@@ -158,6 +159,14 @@ def format_traceback(exc: BaseException, module_file: str | None = None) -> str:
 def response_text(response: AsgiResponse) -> str:
     """fastapi-mcp's rendering: JSON bodies as ``json.dumps(indent=2, ensure_ascii=False)``, else text."""
     try:
-        return json.dumps(json.loads(response.body), indent=2, ensure_ascii=False)
+        value = json.loads(response.body)
+    except ValueError:
+        return response.text
+    try:
+        return indent_json.dumps(value)
+    except Exception:  # noqa: BLE001 - json.dumps below gives the same text or its own error
+        pass
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False)
     except ValueError:
         return response.text
