@@ -10,11 +10,14 @@ on a copy of the scenario's database. The baseline venv holds fastapi-mcp from P
 
 For each round, each server in turn (the order alternates between rounds) is started, timed to its first answered
 ``list_tools`` (cold start: a fresh client retrying until one answers), then one persistent session of the real
-``mcp`` client makes ``--calls`` calls of one argument-free GET tool (after a few warm-up calls); each start and
+``mcp`` client lists the tools and makes ``--calls`` calls, taking the scenario's argument-free read tools in turn
+(``--tool`` to choose; after a few warm-up calls of each); each start and
 each series of calls begins once the machine is quiet (``wait_quiet``: CPUs less than 25% busy over half a
 second — after an awm server starts, its warm service spends about 2 s of CPU preparing the next spare); the served
 process tree's RSS (the server and all its descendants, the sandboxed worker included) is read after the calls.
-Prints median and p95 per-call latency, median cold start and RSS per design, and the three ratios awm/reference.
+Prints median and p95 per-call latency over all calls, median cold start and RSS per design, and the three ratios
+awm/reference; then each tool's latency on both sides (the smallest answers are where the ``mcp`` client's own
+time, the same for both, weighs most).
 
 Each awm round first starts (and stops) a server of another scenario (``--other``, default the catalog's second):
 the measured server's scenario is never the one served last, so its module is not in a spare bound to it ahead
@@ -70,7 +73,8 @@ def cold_start(url: str, proc: subprocess.Popen, started: float, deadline: float
     raise RuntimeError(f"no answer at {url} within {deadline} s")
 
 
-async def session_calls(url: str, tool: str, n: int) -> list[float]:
+async def session_calls(url: str, tools: list[str], n: int) -> list[tuple[str, float]]:
+    """``n`` calls on one session, the tools taken in turn (each with no arguments): (tool, seconds) per call."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -78,14 +82,22 @@ async def session_calls(url: str, tool: str, n: int) -> list[float]:
     async with streamable_http_client(url) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            for i in range(n + WARMUP):
+            await session.list_tools()  # as an agent does first (the client keeps the tools' output schemas)
+            for i in range(n + WARMUP * len(tools)):
+                tool = tools[i % len(tools)]
                 t = time.perf_counter()
                 result = await session.call_tool(tool, {})
-                if i >= WARMUP:
-                    out.append(time.perf_counter() - t)
+                if i >= WARMUP * len(tools):
+                    out.append((tool, time.perf_counter() - t))
                 if getattr(result, "is_error", None) or getattr(result, "isError", None):
                     raise RuntimeError(f"{tool} failed: {result.content}")
     return out
+
+
+def read_tools(tools: list) -> list[str]:
+    """The argument-free read tools (fastapi-mcp names them after the route's function: get_, list_, search_)."""
+    return [t.name for t in tools if not (getattr(t, "input_schema", None) or t.inputSchema).get("required")
+            and t.name.split("_", 1)[0] in ("get", "list", "search")]
 
 
 def _proc_kb(path: str, key: str) -> int:
@@ -171,7 +183,7 @@ def wait_quiet(busy_below: float = 0.25, window: float = 0.5, longest: float = 3
     return time.monotonic() - started
 
 
-def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> dict:
+def one(kind: str, args, scenario, db: Path, work: Path, tools: list[str] | None) -> dict:
     if kind == "awm" and args.other is not None:  # served last: the measured scenario is not
         wait_quiet()
         port = free_port()
@@ -187,12 +199,10 @@ def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> di
     proc = (start_reference(args.python, scenario, db, work, port) if kind == "reference"
             else start_awm(scenario, args.data, work, port))
     try:
-        cold, tools = cold_start(url, proc, t)
-        if tool is None:  # the first argument-free GET tool (fastapi-mcp names them after the route's function)
-            tool = next(t.name for t in tools if not (getattr(t, "input_schema", None) or t.inputSchema).get("required")
-                        and t.name.split("_", 1)[0] in ("get", "list", "search"))
+        cold, listed = cold_start(url, proc, t)
+        measured = tools if tools else read_tools(listed)
         wait_quiet()  # steady state: calls measured once the start's background work (if any) is done
-        calls = asyncio.run(session_calls(url, tool, args.calls))
+        calls = asyncio.run(session_calls(url, measured, args.calls))
         rss, pss = tree_memory_mb(proc.pid)
         warm = False
         if kind == "awm":  # a worker taken from the warm service is that service's child: counted here all the same
@@ -203,7 +213,7 @@ def one(kind: str, args, scenario, db: Path, work: Path, tool: str | None) -> di
                 rss, pss = rss + more[0], pss + more[1]
     finally:
         stop(proc)
-    return {"cold": cold, "calls": calls, "rss": rss, "pss": pss, "tool": tool, "warm": warm}
+    return {"cold": cold, "calls": calls, "rss": rss, "pss": pss, "tools": measured, "warm": warm}
 
 
 def p95(xs: list[float]) -> float:
@@ -220,8 +230,9 @@ def main() -> int:
                         help="scenario served before each awm round (default: the catalog's second; 'none': none)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--tool", default=None,
-                        help="tool called, with no arguments (default: the first argument-free get/list/search tool)")
+    parser.add_argument("--tool", action="append", default=[],
+                        help="tool called with no arguments (repeatable; the calls take them in turn; default: every "
+                             "argument-free get/list/search tool of the scenario)")
     args = parser.parse_args()
     args.python = args.baseline_venv / "bin" / "python"
     probe = subprocess.run([str(args.python), "-c", "import fastapi_mcp, uvicorn, sqlalchemy"], capture_output=True) \
@@ -260,7 +271,7 @@ def run(args) -> int:
         other, args.other = args.other, None
         warm = one("awm", args, scenario, Path(), work, args.tool)  # also: the machine has served an environment
         db = next(work.glob("awm_*/initial.db"))
-        tool = warm["tool"]
+        tools = warm["tools"]
         if other is not None:  # its template built (the prepare of a server of it loads only a built one)
             port = free_port()
             proc = start_awm(other, args.data, work, port)
@@ -269,21 +280,23 @@ def run(args) -> int:
             finally:
                 stop(proc)
         args.other = other
-        print(f"{scenario.key}: tool {tool}; {args.rounds} rounds x {args.calls} calls, interleaved", flush=True)
+        print(f"{scenario.key}: {len(tools)} tool(s) taken in turn ({', '.join(tools)}); {args.rounds} rounds x "
+              f"{args.calls} calls, interleaved", flush=True)
         print(f"  first awm start of this run (no warm worker yet): cold {warm['cold'] * 1000:7.0f} ms", flush=True)
         if args.other is not None:
             print(f"  before each awm round: a server of {args.other.key} (the measured scenario is never the "
                   "one served last)", flush=True)
         for r in range(args.rounds):
             for kind in (("reference", "awm") if r % 2 == 0 else ("awm", "reference")):
-                res = one(kind, args, scenario, db, work, tool)
+                res = one(kind, args, scenario, db, work, tools)
                 results[kind].append(res)
                 print(f"  round {r + 1} {kind:9}: cold {res['cold'] * 1000:7.0f} ms  call median "
-                      f"{statistics.median(res['calls']) * 1000:6.2f} ms  p95 {p95(res['calls']) * 1000:6.2f} ms  "
+                      f"{statistics.median(c for _, c in res['calls']) * 1000:6.2f} ms  "
+                      f"p95 {p95([c for _, c in res['calls']]) * 1000:6.2f} ms  "
                       f"rss {res['rss']:6.1f} MB  pss {res['pss']:6.1f} MB{'  (warm worker)' if res['warm'] else ''}", flush=True)
     summary = {}
     for kind, rs in results.items():
-        calls = [c for r in rs for c in r["calls"]]
+        calls = [c for r in rs for _, c in r["calls"]]
         summary[kind] = {"median": statistics.median(calls) * 1000, "p95": p95(calls) * 1000,
                          "cold": statistics.median(r["cold"] for r in rs) * 1000,
                          "rss": statistics.median(r["rss"] for r in rs),
@@ -294,6 +307,17 @@ def run(args) -> int:
     a, b = summary["awm"], summary["reference"]
     print(f"{'awm/ref':10} {a['median'] / b['median']:12.2f} {a['p95'] / b['p95']:10.2f} {a['cold'] / b['cold']:11.2f} "
           f"{a['rss'] / b['rss']:9.2f} {a['pss'] / b['pss']:9.2f}")
+    if len(tools) > 1:  # each tool on its own: the smallest answers are where the client's own time weighs most
+        print(f"\n{'per tool':28} {'reference':>17} {'awm':>17} {'awm/ref':>13}")
+        print(f"{'':28} {'median':>8} {'p95':>8} {'median':>8} {'p95':>8} {'median':>6} {'p95':>6}")
+        for tool in tools:
+            row = {kind: [c for r in rs for name, c in r["calls"] if name == tool] for kind, rs in results.items()}
+            ref, ours = row["reference"], row["awm"]
+            if len(ref) < 2 or len(ours) < 2:
+                continue
+            rm, rp, am, ap = (statistics.median(ref) * 1000, p95(ref) * 1000, statistics.median(ours) * 1000,
+                              p95(ours) * 1000)
+            print(f"{tool[:28]:28} {rm:8.2f} {rp:8.2f} {am:8.2f} {ap:8.2f} {am / rm:6.2f} {ap / rp:6.2f}")
     return 0
 
 
