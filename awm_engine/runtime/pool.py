@@ -689,6 +689,7 @@ class EnvPool:
         # the first worker comes from the warm service when it has one ready (``runtime.warm``; awm env serve)
         self.warm_service = warm
         self._lease: Any = None
+        self._started_service = False  # ``start`` found no warm service and started one
         self.n_spares = self.n_workers if spares is None else spares  # pre-started, not yet bound to a scenario
         self.max_sandboxes = max(max_sandboxes, self.n_workers)
         self._indexes = itertools.count()
@@ -745,6 +746,7 @@ class EnvPool:
                 self._lease = None
             if self._lease is None:  # so that the next server finds one
                 await asyncio.to_thread(warm.ensure_service)
+                self._started_service = True
         host.warn_once()
         limits.sweep_stale_quota_mounts()  # first: a dead process's directories still have its workers' mounts
         await asyncio.to_thread(owned.sweep_dead_dirs)
@@ -781,7 +783,14 @@ class EnvPool:
         max_age = min(self.templates.max_age, float(os.environ.get(warm.ENV_IDLE) or warm.IDLE))
         if not max_age > 0:  # templates built for every episode: a module loaded ahead is never young enough
             return False
-        return await asyncio.to_thread(warm.bind_next, recipe, load, str(template.path), max_age)
+        # a pool that took no worker from the service started one (``start``): it may not listen yet, so it is
+        # asked again for a while (here, not in the thread: a stop meanwhile ends the wait at once)
+        deadline = time.monotonic() + (warm.SERVICE_START_WAIT if self._started_service else 0.0)
+        while True:
+            taken = await asyncio.to_thread(warm.bind_next, recipe, load, str(template.path), max_age)
+            if taken is not None or time.monotonic() >= deadline:
+                return bool(taken)
+            await asyncio.sleep(0.2)
 
     async def _new_worker(self, readable: list[str] | None = None) -> WorkerProcess:
         """Start one more worker sandbox (a spare until ``_bind``)."""

@@ -55,6 +55,8 @@ IDLE = 600.0
 PREPARED_WAIT = float(os.environ.get("AWM_WARM_PREPARED_WAIT") or 5.0)
 # seconds a server waits for the service's answer before starting its own worker (a take may wait for a prepare)
 TAKE_TIMEOUT = PREPARED_WAIT + 2.0
+# seconds a server that started the service itself waits for it to listen before asking it to bind a spare ahead
+SERVICE_START_WAIT = 30.0
 MESSAGE = 1 << 16
 EARLY_CAP = 16 << 10  # bytes of what a spare printed while it was bound ahead, handed to its taker (in the answer)
 BIND_LIMIT = 64 << 20  # bytes of one request line (a ``bind`` carries the environment's code)
@@ -192,11 +194,13 @@ def cancel_take(live: list) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float, timeout: float = 2.0) -> bool:
+def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float,
+              timeout: float = 2.0) -> bool | None:
     """Ask the service to bind a spare to this scenario ahead of the next server of it: a new sandbox that loads
     ``load`` (the ``load`` request's fields but the paths: ``template`` is copied into the spare's own directory)
     and waits, at most ``max_age`` seconds, for a ``take`` with the same ``recipe``. One such spare at a time (the
-    last asked for). True when the service took the request; never raises."""
+    last asked for). True when the service took the request; None when no service listens (none runs, or one
+    just started does not listen yet: it measures the host's protections first); never raises."""
     if not enabled():
         return False
     try:
@@ -207,6 +211,8 @@ def bind_next(recipe: str, load: dict[str, Any], template: str, max_age: float, 
             sock.sendall(json.dumps({"op": "bind", "signature": signature(), "recipe": recipe, "load": load,
                                      "template": template, "max_age": max_age}).encode() + b"\n")
             return sock.recv(MESSAGE).startswith(b'{"ok": true')
+    except (FileNotFoundError, ConnectionRefusedError):
+        return None
     except (OSError, ValueError, TypeError):
         return False
 
