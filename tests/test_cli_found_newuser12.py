@@ -50,3 +50,42 @@ def test_ctrl_c_in_eval_run_says_interrupted_before_where_the_finished_rollouts_
     assert proc.returncode == 130, err
     assert "interrupted: finished rollouts are in" in err, err
     assert "\n: finished" not in "\n" + err, err
+
+
+def test_eval_run_on_a_data_directory_with_no_scenario_is_refused_and_creates_nothing(tmp_path):
+    """`awm eval run --data /nonexistent` (or an empty directory): every other verb refuses with exit 2 `no scenarios
+    found in …`; eval run ran 0 rollouts, created the run directory (so a corrected retry with the same --out was
+    refused: `already holds a run`) and exited 1, never saying the directory does not exist."""
+    from test_exit_codes import awm
+
+    (tmp_path / "empty").mkdir()
+    for data in (tmp_path / "nonexistent", tmp_path / "empty"):
+        out = tmp_path / f"run-{data.name}"
+        done = awm("eval", "run", "--data", str(data), "--policy", "immediate", "--out", str(out), "--quiet")
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"no scenarios found in {data}" in done.stderr, done.stderr
+        assert not out.exists()
+
+
+def test_eval_run_on_a_truncated_download_says_what_it_leaves_out(tmp_path):
+    """The real AgentWorldModel data with gen_tasks.jsonl and gen_envs.jsonl cut short (a truncated download): `awm
+    eval run` over all scenarios quietly evaluated two of the three — no warning on the terminal or in
+    metadata.json's `warnings`, while `awm catalog list` prints the broken lines."""
+    from test_exit_codes import awm
+
+    if not AWM_REAL.is_dir():
+        pytest.skip(f"the real AWM data is not at {AWM_REAL}")
+    data = tmp_path / "data"
+    data.mkdir()
+    for path in AWM_REAL.glob("*.jsonl"):
+        text = path.read_bytes()
+        cut = path.name in ("gen_tasks.jsonl", "gen_envs.jsonl")
+        (data / path.name).write_bytes(text[:len(text) - len(text) // 5] if cut else text)
+    out = tmp_path / "run"
+    done = awm("eval", "run", "--data", str(data), "--policy", "immediate", "--verify", "none", "--out", str(out),
+               "--quiet")
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads((out / "metadata.json").read_text())["warnings"]
+    assert any("of the data could not be read" in w and "gen_tasks.jsonl:3: invalid JSON" in w for w in warnings), warnings
+    assert any("selected scenarios have no task (gofundme)" in w for w in warnings), warnings
+    assert "selected scenarios have no task (gofundme)" in done.stderr, done.stderr
