@@ -89,3 +89,40 @@ def test_eval_run_on_a_truncated_download_says_what_it_leaves_out(tmp_path):
     assert any("of the data could not be read" in w and "gen_tasks.jsonl:3: invalid JSON" in w for w in warnings), warnings
     assert any("selected scenarios have no task (gofundme)" in w for w in warnings), warnings
     assert "selected scenarios have no task (gofundme)" in done.stderr, done.stderr
+
+
+def test_sigterm_to_bench_mcp_universe_run_cleans_up_and_says_how_to_resume(tmp_path):
+    """SIGTERM to `awm bench mcp-universe run` (the way a job scheduler stops it): the verb ran under a bare
+    asyncio.run, so the signal killed it on the spot — no message, no resume command, its sandbox view directory left
+    behind — where every other batch verb cleans up as on Ctrl-C and exits 143 saying so."""
+    import tempfile
+
+    from awm_engine.sandbox import owned
+
+    configs = AWM_REAL.parent / "mcp-universe" / "configs"
+    if not (configs / "browser_automation.yaml").is_file():
+        pytest.skip(f"MCP-Universe configs not found at {configs}")
+    standins = str(Path(__file__).with_name("mcpu_standins.py"))
+    servers = tmp_path / "mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {name: {"command": sys.executable, "args": [standins, name]}
+                                                   for name in ("playwright", "date")}}))
+    out = tmp_path / "run"
+    with FakeLLMServer({"responses": [{"content": "x", "delay": 600}]}) as llm:  # never answers before the signal
+        proc = _awm_process("bench", "mcp-universe", "run", "--mcp-universe", str(configs), "--task",
+                            "playwright_sports_task_0001", "--servers", str(servers), "--model", "scripted",
+                            "--base-url", llm.url, "--simulation", "--out", str(out))
+        try:
+            _wait_for(lambda: llm.requests or proc.poll() is not None, "the task's first model request")
+            assert proc.poll() is None, proc.communicate()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 143, err
+    assert "terminated: finished tasks are in" in err and f"--resume {out}" in err, err
+    left = [path for path in Path(tempfile.gettempdir()).glob("awm_*")
+            if path.name.startswith(owned.PREFIXES) and not path.is_symlink()
+            and (owned.owner_of(path) or {}).get("pid") == str(proc.pid)]
+    assert not left, left
