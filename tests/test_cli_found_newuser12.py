@@ -126,3 +126,28 @@ def test_sigterm_to_bench_mcp_universe_run_cleans_up_and_says_how_to_resume(tmp_
             if path.name.startswith(owned.PREFIXES) and not path.is_symlink()
             and (owned.owner_of(path) or {}).get("pid") == str(proc.pid)]
     assert not left, left
+
+
+def test_a_verifier_row_with_a_negative_task_idx_is_named_as_one_beyond_the_tasks_is(tmp_path):
+    """A gen_verifier.jsonl row of the real data edited to `task_idx: -1`: the task it verified lost its verifier
+    (`code verifiers 9/10`) and `awm catalog list` said nothing, while `task_idx: 99` was warned about (`beyond the 10
+    tasks`). Reference solutions outside the tasks were never named."""
+    from test_exit_codes import awm
+
+    if not AWM_REAL.is_dir():
+        pytest.skip(f"the real AWM data is not at {AWM_REAL}")
+    data = tmp_path / "data"
+    data.mkdir()
+    for path in AWM_REAL.glob("*.jsonl"):
+        (data / path.name).write_bytes(path.read_bytes())
+    rows = [json.loads(line) for line in (data / "gen_verifier.jsonl").read_text().splitlines()]
+    rows[0]["task_idx"], rows[1]["task_idx"] = -1, 99
+    (data / "gen_verifier.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    scenario = rows[0]["scenario"]
+    listed = awm("catalog", "list", "--data", str(data))
+    assert listed.returncode == 0, listed.stderr
+    assert "code verifiers for tasks [-1, 99] outside the 10 tasks (0–9)" in listed.stderr, listed.stderr
+    (data / "reference_solutions.jsonl").write_text(json.dumps({"scenario": scenario, "task_idx": -2,
+                                                                "calls": []}) + "\n")
+    listed = awm("catalog", "list", "--data", str(data))
+    assert "reference solutions for tasks [-2] outside the 10 tasks" in listed.stderr, listed.stderr
