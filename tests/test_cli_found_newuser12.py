@@ -151,3 +151,53 @@ def test_a_verifier_row_with_a_negative_task_idx_is_named_as_one_beyond_the_task
                                                                 "calls": []}) + "\n")
     listed = awm("catalog", "list", "--data", str(data))
     assert "reference solutions for tasks [-2] outside the 10 tasks" in listed.stderr, listed.stderr
+
+
+@pytest.mark.parametrize("verb", [["replay", "{run}", "--step", "1"], ["replay", "{run}", "--json"],
+                                  ["catalog", "show", "maple_library_lending"]], ids=["replay-step", "replay-json",
+                                                                                     "catalog-show"])
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, verb):
+    """`awm replay RUN --step 1 | head -5`: once `head` had its lines, awm died with a 30-line BrokenPipeError
+    traceback (plain lines and JSON go through sys.stdout; only what rich prints exited quietly). Here the reader
+    closes the pipe before awm writes anything: every write after it fails as it does behind `head`."""
+    from test_exit_codes import awm
+
+    run = tmp_path / "run"
+    done = awm("agent", "run", "--scenario", "maple_library_lending", "--task", "3", "--policy", "oracle", "--out",
+               str(run), "--quiet")
+    assert done.returncode == 0, done.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "awm_engine.cli", *[a.format(run=run) for a in verb]], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    proc.wait(timeout=300)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1, err
+
+
+def test_the_demo_never_plays_against_another_server_on_its_port(tmp_path):
+    """`python scripts/scripted_model_demo.py --mode meta` while another scripted server held port 8765 (one from the
+    τ² demo of docs/tau2.md, answering `###STOP###`): its own `awm fake-llm` exited 3 (port busy), but the demo's
+    readiness probe got an answer from the other server, played the task against it and printed `verdict: others
+    (reward 0.0)` — a broken sample environment, to a new user. Now it waits for its own server's URL."""
+    other = {"responses": [{"content": "Thanks, that is all. ###STOP###"}]}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with FakeLLMServer(other) as foreign:
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "scripted_model_demo.py"), "--mode", "meta",
+                               "--port", str(foreign.port)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert not foreign.requests, "the demo talked to another process's server"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "awm fake-llm exited 3" in done.stderr
+    assert "already in use" in (tmp_path / "fake-llm.log").read_text()
+    assert not (tmp_path / "runs" / "scripted-meta").exists()
+
+
+def test_the_demo_takes_any_free_port(tmp_path):
+    """`--port 0` (the scripted server's own choice, printed in its log) was refused by the demo's help text
+    (`must be a fixed port, not 0`): the URL it probed was port 0's."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "scripted_model_demo.py"), "--mode", "native",
+                           "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "verdict: complete (reward 1.0)" in done.stdout
