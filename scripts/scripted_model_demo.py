@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def main() -> int:
     ap.add_argument("--mode", choices=["meta", "native"], default="meta")
     ap.add_argument("--scenario", default="maple_library_lending")
     ap.add_argument("--task", type=int, default=3)
-    ap.add_argument("--port", type=int, default=8765, help="the scripted server's port (default 8765; must be a fixed port, not 0)")
+    ap.add_argument("--port", type=int, default=8765, help="the scripted server's port (default 8765; 0: any free port)")
     ap.add_argument("--out", default=None, help="run directory (default runs/scripted-<mode>)")
     ap.add_argument("--log", default="fake-llm.log", help="the scripted server's log (default fake-llm.log)")
     args = ap.parse_args()
@@ -59,12 +60,18 @@ def main() -> int:
     with open(args.log, "w") as log:
         server = subprocess.Popen([awm, "fake-llm", "--script", str(script_file), "--port", str(args.port)],
                                   stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{args.port}/v1"
+    url = None
     try:
-        while True:
-            if server.poll() is not None:
+        while True:  # the server's own URL, from its log: only then is the port its own (a busy port exits 3, while
+            if server.poll() is not None:  # another process answering there would have played the demo)
                 print(f"awm fake-llm exited {server.returncode}; see {args.log}", file=sys.stderr)
                 return server.returncode or 1
+            if url is None:
+                found = re.search(r"API at (http://127\.0\.0\.1:\d+/v1)", Path(args.log).read_text())
+                url = found and found.group(1)
+            if url is None:
+                time.sleep(0.1)
+                continue
             try:
                 urllib.request.urlopen(url + "/models", timeout=2).read()
                 break

@@ -121,6 +121,13 @@ def _main(argv: list[str], resuming: bool) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (``Terminated``) in a verb that runs ``run_async``
         stderr.print("terminated" if isinstance(exc, Terminated) else "interrupted")
         return interrupted_code(exc)
+    except BrokenPipeError:  # stdout closed before the output ended (``awm replay RUN | head``): quietly, exit 1,
+        try:  # as rich's console does for what it prints (plain lines and JSON raised a traceback)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush of stdout writes nowhere
+        except (OSError, ValueError):
+            pass
+        return 1
 
 
 if __name__ == "__main__":

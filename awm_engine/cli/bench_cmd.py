@@ -179,7 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except PolicyError as exc:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
-            stderr.print(f"{exc or 'interrupted'}: finished entries are in {out / 'results.jsonl'}; "
+            stderr.print(f"{str(exc) or 'interrupted'}: finished entries are in {out / 'results.jsonl'}; "
                          f"continue with: awm bench bfcl run --resume {out}", markup=False)
             return interrupted_code(exc)
     print_report(meta)

@@ -221,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except PolicyError as exc:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
-            stderr.print(f"{exc or 'interrupted'}: finished rollouts are in {out / 'results.jsonl'}; "
+            stderr.print(f"{str(exc) or 'interrupted'}: finished rollouts are in {out / 'results.jsonl'}; "
                          f"continue with: awm eval run --resume {out}", markup=False)
             return interrupted_code(exc)
     _print_report(meta)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from awm_engine.agent.policies import PolicyError
 from awm_engine.bench import report as bench_report
 from awm_engine.bench.mcp_universe import scores, tasks
 from awm_engine.bench.mcp_universe.servers import ServerConfigError, load_servers
-from awm_engine.cli.common import CliError, echo, print_json, shown, stderr, stdout
+from awm_engine.cli.common import CliError, echo, interrupted_code, print_json, run_async, shown, stderr, stdout
 from awm_engine.cli.options import add_executor_args, executor_from_args
 
 
@@ -246,14 +245,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                              + (f" · {record['id']}" if record else ""))
 
         try:
-            meta = asyncio.run(run_mcpu(config, out, endpoint, servers, resume=bool(args.resume),
-                                        services=_judge(args), on_progress=on_progress))
+            # run_async: a SIGTERM cleans up as Ctrl-C does (servers and sandboxes stopped, their directories
+            # removed) and exits 143 saying so (asyncio.run died on it at once, silent, leaving them behind)
+            meta = run_async(run_mcpu(config, out, endpoint, servers, resume=bool(args.resume),
+                                      services=_judge(args), on_progress=on_progress))
         except (PolicyError, ValueError) as exc:
             raise CliError(str(exc)) from None
-        except KeyboardInterrupt:
-            stderr.print(f"interrupted: finished tasks are in {out / 'results.jsonl'}; continue with: "
+        except KeyboardInterrupt as exc:
+            stderr.print(f"{str(exc) or 'interrupted'}: finished tasks are in {out / 'results.jsonl'}; continue with: "
                          f"awm bench mcp-universe run --resume {out}", markup=False)
-            return 130
+            return interrupted_code(exc)
     _print_rates(meta, "paper")
     stderr.print(f"run directory: {out.resolve()}", markup=False)
     reason = nothing_scored(out)

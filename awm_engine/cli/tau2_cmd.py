@@ -244,7 +244,7 @@ def execute_run(config, agent: Endpoint | None, user: Endpoint | None, judge: En
         except (PolicyError, RunRefused) as exc:
             raise CliError(str(exc)) from None
         except KeyboardInterrupt as exc:
-            stderr.print(f"{exc or 'interrupted'}: finished simulations are in {out / 'results.jsonl'}; "
+            stderr.print(f"{str(exc) or 'interrupted'}: finished simulations are in {out / 'results.jsonl'}; "
                          f"continue with: {verb} --resume {out}", markup=False)
             return interrupted_code(exc), None
     return 0, meta

@@ -484,8 +484,9 @@ def _check_complete(scenario: Scenario, present: dict[str, Path], issues: list[L
                           scenario.refs["envs"].line)
         scenario.issues.append(issue)
         issues.append(issue)
-    for mode in VERIFIER_MODES:
-        extra = [i for i in scenario.verifier_refs[mode] if i >= len(scenario.tasks)]
+    outside = [(f"{mode} verifiers", scenario.verifier_refs[mode]) for mode in VERIFIER_MODES]
+    for what, refs in outside + [("reference solutions", scenario.solution_refs)]:
+        extra = sorted(i for i in refs if not 0 <= i < len(scenario.tasks))  # a negative task_idx matches no task
         if extra and scenario.tasks:
-            issues.append(LoadIssue("warning", f"{mode} verifiers for tasks {extra} beyond the "
-                                    f"{len(scenario.tasks)} tasks", scenario.key))
+            issues.append(LoadIssue("warning", f"{what} for tasks {extra} outside the {len(scenario.tasks)} tasks "
+                                    f"(0–{len(scenario.tasks) - 1}); no task can match them", scenario.key))

@@ -155,6 +155,10 @@ def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
     """The work of ``config`` and its warnings; ``PolicyError`` (a refusal) for an unknown scenario or when
     ``--policy oracle`` has no reference solution for some selected task."""
     catalog = Catalog.load(config.data_dirs)
+    if not len(catalog):  # as every other verb: nothing to evaluate is unusable input, and no run is created
+        why = "; ".join(str(issue).removeprefix("error: ") for issue in catalog.issues[:3])
+        raise PolicyError("no scenarios found in " + ", ".join(map(str, catalog.dirs)) + (f" ({why})" if why else ""),
+                          "config")
     try:
         items = work_items(catalog, config)
     except KeyError as exc:
@@ -164,11 +168,31 @@ def preflight(config: EvalConfig, judge: Endpoint | None = None) -> Preflight:
         raise PolicyError(problem, "config")
     if config.policy == "oracle" and (problem := missing_solutions(catalog, tasks)):
         raise PolicyError(problem, "config")
-    warnings = environment_warnings(catalog, tasks) + verification_warnings(
+    warnings = data_warnings(catalog, config) + environment_warnings(catalog, tasks) + verification_warnings(
         catalog, tasks, None if config.verify == "none" else config.verify, judge is not None)
     if not items:
         warnings.append("no rollout selected: the chosen scenarios and tasks hold no task")
     return Preflight(catalog, items, warnings)
+
+
+def data_warnings(catalog: Catalog, config: EvalConfig) -> list[str]:
+    """Before a run: the parts of the data that could not be read (a JSONL line that does not parse, a file or a
+    ``--data`` directory that cannot be read: errors of no scenario, so what they held may be missing from any), and
+    selected scenarios with no task (none of their rollouts is run). Without these a truncated download was evaluated
+    in part, and the run said nothing. A scenario's own errors are warned about where they matter (no environment
+    code, no database, a verifier that does not compile: ``environment_warnings``, ``verification_warnings``)."""
+    selected = [catalog.get(s) for s in config.scenarios] if config.scenarios else list(catalog)
+    unread = [issue for issue in catalog.issues if issue.level == "error" and issue.scenario is None]
+    warnings = []
+    if unread:
+        first = str(unread[0]).removeprefix("error: ")
+        warnings.append(f"{len(unread)} {'part' if len(unread) == 1 else 'parts'} of the data could not be read "
+                        f"(awm catalog list shows them): scenarios may be missing or incomplete; the first: {first}")
+    taskless = [s.key for s in selected if not s.tasks]
+    if taskless:
+        warnings.append(f"{len(taskless)} of {len(selected)} selected scenarios have no task "
+                        f"({', '.join(taskless[:5])}{' …' if len(taskless) > 5 else ''}): none of their rollouts is run")
+    return warnings
 
 
 async def run_evaluation(config: EvalConfig, out: Path | str, endpoint: Endpoint | None = None,
