@@ -100,7 +100,27 @@ def harden_parent() -> bool:
     global _hardened
     if not _hardened:
         _hardened = _set_nondumpable()
+        _raise_sender_limit()
     return _hardened
+
+
+def _raise_sender_limit() -> None:
+    """awm as a user: its sandboxes run as its own uid, and the kernel refuses to pass a descriptor (a served
+    client's connection, a warm worker's sockets) once that uid has more in flight than the sender's soft
+    ``RLIMIT_NOFILE`` — which a sandbox's code, sending descriptors into a socket it never reads, can reach at its
+    own 1024. So awm's soft limit goes up to its hard one (at most 2**20), out of a sandbox's reach. (As root awm's
+    own passes are not counted: it holds CAP_SYS_RESOURCE.)"""
+    import resource
+
+    if os.geteuid() == 0:
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else min(hard, 1 << 20)
+        if soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def switched_off() -> set[str]:
