@@ -9,6 +9,12 @@ names its finding and failed before its fix).
    sandboxes of their own, and BFCL's multi-turn entries (run on the same fork runner) errored as infrastructure
    failures. A fork runner's host now has a soft limit far above what any sandbox's code may reach, and the runner
    and its children keep the sandbox's own.
+2. epoll watches, counted per uid. ``fs.epoll.max_user_watches`` bounds the watches of every epoll instance of a host
+   uid together, over every user namespace. Processes of one sandbox, each adding its 500 descriptors to 500 epoll
+   instances, held every watch there is within seconds; from then on no other sandbox could start an asyncio event
+   loop (it registers its wake-up pipe at once) — every other scenario's worker, verifier host or build that started
+   died. A sandbox without network makes no epoll instance (the system-call filter), and Python falls back to poll,
+   which the kernel counts nowhere.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import sys
 import pytest
 
 from awm_engine.data.records import Verifier
-from awm_engine.sandbox import host
+from awm_engine.sandbox import host, seccomp
 from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, private_dir, remove_dir
 from awm_engine.verify import shared_host
 from awm_engine.verify.verification import run_verifier
@@ -80,3 +86,73 @@ def test_a_sandbox_holding_descriptors_in_flight_does_not_stop_other_scenarios_v
         flood.cleanup()
         remove_dir(work)
         shared_host.close_all()
+
+
+# every watch this uid may have: processes (16 at a time) each put 500 eventfds in 500 epoll instances, and keep them
+EPOLL_FLOOD = r'''
+import os, select, sys
+limit = int(open("/proc/sys/fs/epoll/max_user_watches").read())
+per_child = 250_000
+pipes = []
+for _ in range(min(60, limit // per_child + 2)):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.close(r)
+        added, error = 0, 0
+        held = []
+        try:
+            targets = [os.eventfd(0) for _ in range(500)]
+            for _ in range(500):
+                ep = select.epoll()
+                held.append(ep)
+                for t in targets:
+                    ep.register(t, select.EPOLLIN)
+                    added += 1
+        except OSError as exc:
+            error = exc.errno
+        os.write(w, f"{added} {error}\n".encode())
+        os.read(0, 1)  # held until the test ends
+        os._exit(0)
+    os.close(w)
+    pipes.append(r)
+total, errors = 0, set()
+for r in pipes:
+    added, error = os.read(r, 100).split()
+    total += int(added)
+    errors.add(int(error))
+print(total, " ".join(map(str, sorted(errors))), flush=True)
+sys.stdin.read()
+'''
+
+LOOP = "import asyncio; asyncio.run(asyncio.sleep(0)); print('event loop ran')"
+
+
+@pytest.mark.skipif(not host.protections().namespaces or not host.protections().syscall_filter,
+                    reason="needs the sandbox and its system-call filter")
+def test_a_sandbox_cannot_take_every_epoll_watch_of_the_uid_every_sandbox_shares():
+    work, other = private_dir("awm_rt8_epoll_"), private_dir("awm_rt8_loop_")
+    flood = Sandbox(SandboxPolicy(writable=[str(work)]), "worker")
+    try:
+        proc = flood.popen([sys.executable, "-c", EPOLL_FLOOD], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        total, *errors = proc.stdout.readline().split()
+        # another sandbox (another scenario's worker, a verifier host) starts an event loop meanwhile
+        done = Sandbox(SandboxPolicy(writable=[str(other)]), "worker").run(
+            [sys.executable, "-c", LOOP], capture_output=True, timeout=120)
+        assert done.returncode == 0 and b"event loop ran" in done.stdout, done.stderr[-2000:]
+        assert int(total) == 0 and errors == [b"1"]  # EPERM: no epoll instance at all (was: every watch, ENOSPC)
+    finally:
+        flood.cleanup()
+        remove_dir(work)
+        remove_dir(other)
+
+
+def test_only_a_sandbox_with_network_keeps_epoll():
+    assert set(seccomp.EPOLL) == {"epoll_create", "epoll_create1"}
+    offline = Sandbox(SandboxPolicy(), protections=host.protections())
+    spec = offline._init_argv(["true"], [])
+    import json
+
+    assert json.loads(spec[spec.index("awm_engine.sandbox.init") + 1])["epoll"] is False
+    online = Sandbox(SandboxPolicy(network=True), protections=host.protections(True))
+    spec = online._init_argv(["true"], [])
+    assert json.loads(spec[spec.index("awm_engine.sandbox.init") + 1])["epoll"] is True

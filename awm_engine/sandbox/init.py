@@ -120,7 +120,11 @@ def confine(spec: dict) -> None:
         landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")),
                           connect_ports=spec.get("connect_ports"), bind_ports=spec.get("bind_ports"))
     if spec.get("seccomp"):
-        seccomp.load()
+        seccomp.load(epoll=bool(spec.get("epoll", True)))
+        if not spec.get("epoll", True):  # no new epoll instance (seccomp.EPOLL): event loops poll. A Python started
+            import selectors  # from here finds epoll refused and picks poll itself; this one chose before the filter
+
+            selectors.DefaultSelector = selectors.PollSelector
 
 
 def run_target(argv: list[str]) -> None:

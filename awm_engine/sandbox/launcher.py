@@ -218,6 +218,7 @@ class Sandbox:
                 "max_procs": p.max_procs, "file_size_mb": p.file_size_mb, "open_files": p.open_files,
                 "open_files_hard": p.open_files_hard,
                 "cpu_seconds": p.cpu_seconds, "landlock": self.protections.writes_confined,
+                "epoll": p.network,  # (seccomp.EPOLL: only a server with network keeps epoll)
                 "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,
                 # awm as root: bubblewrap runs privileged (so it can bind any source), the target drops to the
                 # sandbox uid and enters a user namespace of its own before anything untrusted runs
