@@ -15,9 +15,16 @@ names its finding and failed before its fix).
    loop (it registers its wake-up pipe at once) — every other scenario's worker, verifier host or build that started
    died. A sandbox without network makes no epoll instance (the system-call filter), and Python falls back to poll,
    which the kernel counts nowhere.
+3. A served client's TCP socket, handed to the worker, is a socket of the host's network namespace. The worker's own
+   namespace is empty, but ``connect(AF_UNSPEC)`` disconnects a TCP socket and it can then connect (or, with
+   ``MSG_FASTOPEN``, send) to any address the host reaches — a loopback database, a model server, the Internet.
+   Only Landlock's TCP rules (ABI >= 4: Linux 6.7) stop that; on older kernels (Debian 12, Ubuntu 22.04) every
+   served environment had the host's network while its run said ``network_isolated``. There the engine's front
+   now hands the worker a unix socket and relays the bytes, and the lean front (which hands TCP sockets) is not used.
 """
 from __future__ import annotations
 
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -156,3 +163,64 @@ def test_only_a_sandbox_with_network_keeps_epoll():
     online = Sandbox(SandboxPolicy(network=True), protections=host.protections(True))
     spec = online._init_argv(["true"], [])
     assert json.loads(spec[spec.index("awm_engine.sandbox.init") + 1])["epoll"] is True
+
+
+class _Worker:
+    """The engine's side of a worker's descriptor channel, and what the worker receives on it."""
+
+    def __init__(self):
+        self.channel, self.inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.alive, self.generation, self.lease = True, 1, None
+
+
+def test_a_served_worker_without_landlock_tcp_rules_never_gets_the_clients_tcp_socket(monkeypatch):
+    import asyncio
+
+    from awm_engine.runtime import lean_handoff
+    from awm_engine.runtime.mcp_server import ServeFront
+
+    host.protections()  # (measured as this host is)
+    monkeypatch.setattr(host, "landlock_abi", lambda: 3)  # a kernel before 6.7: no Landlock TCP rules
+    worker = _Worker()
+
+    async def serve_one() -> tuple[int, bytes, bytes]:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        front = ServeFront(worker, port, None)
+        front.serving = worker.generation
+        task = asyncio.create_task(front.run_http(listener))
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 2\r\n\r\n{}" % port)
+            await writer.drain()
+            worker.inside.settimeout(30)
+            data, fds, _, _ = await asyncio.to_thread(socket.recv_fds, worker.inside, 1 << 16, 2)
+            with socket.socket(fileno=fds[0]) as handed:
+                family = handed.family
+                handed.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            answer = await asyncio.wait_for(reader.read(), 30)
+            writer.close()
+            return family, data, answer
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            listener.close()
+
+    family, data, answer = asyncio.run(serve_one())
+    assert family == socket.AF_UNIX  # was AF_INET: the client's own socket, in the host's network namespace
+    assert data.startswith(b"hPOST /mcp HTTP/1.1")  # the bytes the front read and checked, as before
+    assert answer.endswith(b"\r\n\r\nok")  # relayed back to the client
+    # and the lean front, which hands the client's socket itself, is not used there
+    facts = {"distinct_uid": True, "proc_isolated": True, "unsafe_no_sandbox": False, "writes_confined": True}
+    leased = type("Leased", (), {"lease": type("Lease", (), {"protections": facts})()})()
+    monkeypatch.setattr(lean_handoff, "PROCESS_ENTRY", [True])
+    assert "Landlock" in (lean_handoff.refusal(False, leased, True) or "")
+
+
+def test_where_landlock_refuses_tcp_the_client_socket_is_handed_over_as_before():
+    if host.landlock_abi() < 4 or not host.protections().writes_confined:
+        pytest.skip("no Landlock TCP rules on this host")
+    assert host.tcp_confined(host.protections())

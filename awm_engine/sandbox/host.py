@@ -21,6 +21,7 @@ import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from awm_engine.sandbox import landlock, limits, safe_fs, seccomp
 
@@ -92,6 +93,15 @@ def _set_nondumpable() -> bool:
 
 
 _hardened = False
+
+
+def tcp_confined(facts: Any) -> bool:
+    """Whether a sandbox without network, with these measured protections (``Protections`` or its dict), is refused
+    every TCP bind and connect by Landlock (ABI >= 4) — also on a TCP socket of the host's network namespace it is
+    handed. Its own empty network namespace does not stop that: such a socket (a served client's connection)
+    keeps the namespace it was made in, and ``connect(AF_UNSPEC)`` turns it back into one that connects anywhere."""
+    get = facts.get if isinstance(facts, dict) else (lambda name: getattr(facts, name, None))
+    return get("writes_confined") is True and get("unsafe_no_sandbox") is not True and landlock_abi() >= 4
 
 
 def harden_parent() -> bool:
