@@ -41,7 +41,7 @@ def start(child_main: Callable[[socket.socket, Any], None], prepare: Callable[[]
     Each ``Channel`` passes a descriptor (``SCM_RIGHTS``), which the kernel refuses (``ETOOMANYREFS``) once the
     sender's uid has more descriptors in flight than the sender's soft ``RLIMIT_NOFILE`` — a count every sandbox
     shares, since they all run as one host uid: code in any other sandbox that sends descriptors into a socket it
-    never reads (a few thousand, at its own limit of 1024) stopped every host's runner, every verifier and BFCL
+    never reads (about 1,300, its own limit being 1024) stopped every host's runner, every verifier and BFCL
     execution on it. So the host raises its own soft limit to its hard one (``SandboxPolicy.open_files_hard``),
     far above what any sandbox's code may put in flight, and the runner, with every child it forks, keeps the
     limit the sandbox's code has."""
