@@ -220,7 +220,8 @@ def test_in_process_or_switched_off_the_engine_keeps_its_front(monkeypatch):
 
     class Leased:
         class lease:
-            protections = {"distinct_uid": True, "proc_isolated": True, "unsafe_no_sandbox": False}
+            protections = {"distinct_uid": True, "proc_isolated": True, "unsafe_no_sandbox": False,
+                           "writes_confined": True}  # (and a kernel with Landlock TCP rules: this one's)
 
     class SameUser:
         class lease:

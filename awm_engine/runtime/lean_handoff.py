@@ -53,6 +53,10 @@ def refusal(stdio: bool, worker: Any, hardened: bool) -> str | None:
         # the lean front is dumpable for the moment between its exec and its prctl: only a worker that can never
         # reach this process (another user, its own /proc) may run beside that moment
         return "the worker runs as this user or sees its processes"
+    from awm_engine.sandbox import host
+
+    if not host.tcp_confined(facts):  # the lean front hands the worker the client's TCP socket itself
+        return "Landlock does not refuse the worker TCP here (ABI < 4): the engine's front relays its connections"
     if not hardened:
         return "this process could not be made non-dumpable"
     if not hasattr(os, "memfd_create") or not getattr(sys, "orig_argv", None):

@@ -144,8 +144,13 @@ class CallsLog:
 class ServeFront:
     """Accepts, checks and hands over connections to the current worker of one served episode."""
 
-    def __init__(self, worker: Any, port: int | None, token: str | None):
+    def __init__(self, worker: Any, port: int | None, token: str | None, relay: bool | None = None):
         self.worker = worker
+        # relay: the worker gets a unix socket whose bytes this process copies to and from the client's, never the
+        # client's TCP socket itself — where Landlock does not refuse the sandbox TCP (``host.tcp_confined``): a
+        # TCP socket stays in the host's network namespace, and the worker could disconnect it (connect AF_UNSPEC)
+        # and connect it anywhere the host can, its loopback listeners included
+        self.relay = (not _tcp_confined(worker)) if relay is None else relay
         self.port = port
         self.token = token
         self.hosts = http_guard.allowed_hosts(port) if port else set()
@@ -202,6 +207,7 @@ class ServeFront:
                 task.cancel()
 
     async def _admit(self, conn: socket.socket) -> None:
+        admitted = True
         try:
             conn.setblocking(False)
             head = await asyncio.wait_for(self._read_head(conn), HEAD_TIMEOUT)
@@ -212,13 +218,28 @@ class ServeFront:
             if refused is not None:
                 await self._reply(conn, *refused)
                 return
-            if not self._hand(b"h" + data, [conn.fileno()]):
+            if not self.relay:
+                if not self._hand(b"h" + data, [conn.fileno()]):
+                    await self._reply(conn, 503, "Service Unavailable: the environment is restarting", {})
+                return
+            ours, theirs = socket.socketpair()
+            try:
+                handed = self._hand(b"h" + data, [theirs.fileno()])
+            finally:
+                theirs.close()
+            if not handed:
+                ours.close()
                 await self._reply(conn, 503, "Service Unavailable: the environment is restarting", {})
+                return
+            admitted = False
+            self._admitting.release()  # (a relayed connection may stay open: it holds no admission's place)
+            await _relay(conn, ours)
         except (asyncio.TimeoutError, TimeoutError, OSError):
             pass
         finally:
             conn.close()
-            self._admitting.release()
+            if admitted:
+                self._admitting.release()
 
     async def _read_head(self, conn: socket.socket) -> tuple[bytes, dict[str, str]] | None:
         """The bytes read until the first request's head is complete, and its headers (``h11``'s parse, as the
@@ -318,6 +339,49 @@ class ServeFront:
             await asyncio.get_running_loop().sock_sendall(conn, plain_reply(status, text, extra))
         except OSError:
             pass
+
+
+def _tcp_confined(worker: Any) -> bool:
+    """Whether ``worker``'s sandbox is refused TCP by Landlock (its lease's measured protections, else this host's)."""
+    from awm_engine.sandbox import host
+
+    lease = getattr(worker, "lease", None)
+    facts = lease.protections if lease is not None and isinstance(lease.protections, dict) else host.protections()
+    return host.tcp_confined(facts)
+
+
+RELAY_CHUNK = 1 << 16
+
+
+async def _relay(client: socket.socket, worker: socket.socket) -> None:
+    """Copy bytes both ways between a client's TCP socket and the worker's end of a socket pair until both
+    directions have ended (each end's EOF passed on as a shutdown of the other's writing side)."""
+    loop = asyncio.get_running_loop()
+    worker.setblocking(False)
+
+    async def pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                chunk = await loop.sock_recv(src, RELAY_CHUNK)
+                if not chunk:
+                    break
+                await loop.sock_sendall(dst, chunk)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    try:
+        up = asyncio.ensure_future(pump(client, worker))
+        down = asyncio.ensure_future(pump(worker, client))
+        try:
+            # the worker ending its side ends the exchange (a client still sending has nobody to read it)
+            await down
+        finally:
+            up.cancel()
+            await asyncio.gather(up, return_exceptions=True)
+    finally:
+        worker.close()
 
 
 INTERNAL_ERROR = -32603

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -35,15 +36,33 @@ class ChannelError(BaseException):
 
 
 def start(child_main: Callable[[socket.socket, Any], None], prepare: Callable[[], Any] | None = None) -> int:
-    """Fork the runner (in the host, before it holds anything the children must not see); returns its pid."""
+    """Fork the runner (in the host, before it holds anything the children must not see); returns its pid.
+
+    Each ``Channel`` passes a descriptor (``SCM_RIGHTS``), which the kernel refuses (``ETOOMANYREFS``) once the
+    sender's uid has more descriptors in flight than the sender's soft ``RLIMIT_NOFILE`` — a count every sandbox
+    shares, since they all run as one host uid: code in any other sandbox that sends descriptors into a socket it
+    never reads (about 1,300, its own limit being 1024) stopped every host's runner, every verifier and BFCL
+    execution on it. So the host raises its own soft limit to its hard one (``SandboxPolicy.open_files_hard``),
+    far above what any sandbox's code may put in flight, and the runner, with every child it forks, keeps the
+    limit the sandbox's code has."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         ours.close()
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, soft))  # the runner and its children: untrusted's
+        except (ValueError, OSError):
+            pass
         _runner(theirs, child_main, prepare)
     theirs.close()
     CONTROL[:] = [ours]
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard) if hard != resource.RLIM_INFINITY else (soft, hard))
+    except (ValueError, OSError):
+        pass
     return pid
+
 
 
 def kill(pid: int) -> None:

@@ -21,6 +21,7 @@ import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from awm_engine.sandbox import landlock, limits, safe_fs, seccomp
 
@@ -94,13 +95,42 @@ def _set_nondumpable() -> bool:
 _hardened = False
 
 
+def tcp_confined(facts: Any) -> bool:
+    """Whether a sandbox without network, with these measured protections (``Protections`` or its dict), is refused
+    every TCP bind and connect by Landlock (ABI >= 4) — also on a TCP socket of the host's network namespace it is
+    handed. Its own empty network namespace does not stop that: such a socket (a served client's connection)
+    keeps the namespace it was made in, and ``connect(AF_UNSPEC)`` turns it back into one that connects anywhere."""
+    get = facts.get if isinstance(facts, dict) else (lambda name: getattr(facts, name, None))
+    return get("writes_confined") is True and get("unsafe_no_sandbox") is not True and landlock_abi() >= 4
+
+
 def harden_parent() -> bool:
     """Make the awm process non-dumpable: its /proc/<pid>/environ and memory are no longer readable by
     processes of the same user. Idempotent; returns whether it worked."""
     global _hardened
     if not _hardened:
         _hardened = _set_nondumpable()
+        _raise_sender_limit()
     return _hardened
+
+
+def _raise_sender_limit() -> None:
+    """awm as a user: its sandboxes run as its own uid, and the kernel refuses to pass a descriptor (a served
+    client's connection, a warm worker's sockets) once that uid has more in flight than the sender's soft
+    ``RLIMIT_NOFILE`` — which a sandbox's code, sending descriptors into a socket it never reads, can reach at its
+    own 1024. So awm's soft limit goes up to its hard one (at most 2**20), out of a sandbox's reach. (As root awm's
+    own passes are not counted: it holds CAP_SYS_RESOURCE.)"""
+    import resource
+
+    if os.geteuid() == 0:
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else min(hard, 1 << 20)
+        if soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        pass
 
 
 def switched_off() -> set[str]:

@@ -82,6 +82,22 @@ def _drop_capabilities(libc) -> None:
         raise SandboxSetupError(f"capset failed: errno {ctypes.get_errno()}")
 
 
+def _open_files(soft: int | None, hard: int | None) -> None:
+    """RLIMIT_NOFILE: ``soft`` for both limits, or with ``hard`` (a fork runner's host, ``forkrunner.start``) that
+    much room above it — as much of it as this process may have (unprivileged: its current hard limit)."""
+    if not soft or not hard or hard <= soft:
+        _limit(resource.RLIMIT_NOFILE, soft)
+        return
+    current = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for ceiling in (hard, current if current != resource.RLIM_INFINITY else hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, max(soft, min(hard, ceiling))))
+            return
+        except (ValueError, OSError):
+            continue
+    _limit(resource.RLIMIT_NOFILE, soft)
+
+
 def confine(spec: dict) -> None:
     """Limits, no core dumps, the sandbox uid, no capabilities, Landlock, the system-call filter (irreversible,
     inherited by every child)."""
@@ -89,7 +105,7 @@ def confine(spec: dict) -> None:
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_AS, spec["memory_mb"] * mb if spec.get("memory_mb") else None)
     _limit(resource.RLIMIT_FSIZE, spec["file_size_mb"] * mb if spec.get("file_size_mb") else None)
-    _limit(resource.RLIMIT_NOFILE, spec.get("open_files"))
+    _open_files(spec.get("open_files"), spec.get("open_files_hard"))
     _limit(resource.RLIMIT_CPU, spec.get("cpu_seconds"))
     own_user_ns = True  # (without ``drop_to``, bubblewrap made the sandbox's user namespace)
     if spec.get("drop_to"):
@@ -104,7 +120,11 @@ def confine(spec: dict) -> None:
         landlock.restrict(spec["writable"], deny_tcp=bool(spec.get("deny_tcp")), scope=bool(spec.get("scope")),
                           connect_ports=spec.get("connect_ports"), bind_ports=spec.get("bind_ports"))
     if spec.get("seccomp"):
-        seccomp.load()
+        seccomp.load(epoll=bool(spec.get("epoll", True)))
+        if not spec.get("epoll", True):  # no new epoll instance (seccomp.EPOLL): event loops poll. A Python started
+            import selectors  # from here finds epoll refused and picks poll itself; this one chose before the filter
+
+            selectors.DefaultSelector = selectors.PollSelector
 
 
 def run_target(argv: list[str]) -> None:

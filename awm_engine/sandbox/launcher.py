@@ -46,6 +46,9 @@ from awm_engine.sandbox.environment import scrubbed_env
 PACKAGE_PARENT = view.PACKAGE_PARENT  # so ``-m awm_engine…`` works inside
 INSIDE_UID = 1000  # the uid sandboxed code sees (mapped to the unprivileged host uid)
 TMP_MB = 256  # the private /tmp's size
+# the hard limit on open files of a sandbox whose trusted process passes descriptors to a fork runner (a verifier or
+# BFCL host: ``SandboxPolicy.open_files_hard``): far above the 1024 any sandbox's code may put in flight
+FORK_HOST_FILES = 1 << 20
 
 
 class SandboxUnavailable(RuntimeError):
@@ -65,6 +68,11 @@ class SandboxPolicy:
     max_procs: int | None = 64  # processes and threads of the whole sandbox
     file_size_mb: int | None = 2048
     open_files: int | None = 1024
+    # a higher hard limit on open files (the soft limit stays ``open_files``), for a host whose trusted process passes
+    # descriptors to the fork runner (``forkrunner.start`` raises its own soft limit to it, keeps ``open_files`` for
+    # the runner and every child): the kernel refuses a sender once its uid has more descriptors in flight than the
+    # sender's soft limit, and every sandbox shares that uid
+    open_files_hard: int | None = None
     cpu_seconds: int | None = None  # verifiers get one
     tmp_mb: int = TMP_MB
     env: dict[str, str] = field(default_factory=dict)  # set on top of the allow-listed variables
@@ -208,7 +216,9 @@ class Sandbox:
                 "connect_ports": (network_ports() if p.connect_ports is None else list(p.connect_ports))
                 if p.network else None, "bind_ports": list(p.bind_ports) if p.network else None,
                 "max_procs": p.max_procs, "file_size_mb": p.file_size_mb, "open_files": p.open_files,
+                "open_files_hard": p.open_files_hard,
                 "cpu_seconds": p.cpu_seconds, "landlock": self.protections.writes_confined,
+                "epoll": p.network,  # (seccomp.EPOLL: only a server with network keeps epoll)
                 "scope": host.landlock_abi() >= 6, "seccomp": self.protections.syscall_filter,
                 # awm as root: bubblewrap runs privileged (so it can bind any source), the target drops to the
                 # sandbox uid and enters a user namespace of its own before anything untrusted runs

@@ -96,9 +96,20 @@ def compiled_filter() -> int:
     return _build(export=True)
 
 
-def load() -> None:
-    """Load the filter into this process (sets no-new-privileges; inherited by every child, irreversible)."""
-    _build(export=False)
+def load(epoll: bool = True) -> None:
+    """Load the filter into this process (sets no-new-privileges; inherited by every child, irreversible).
+    ``epoll=False``: no new epoll instance either (``EPOLL``)."""
+    _build(export=False, epoll=epoll)
+
+
+# epoll: the kernel counts watches per uid of the host (fs.epoll.max_user_watches, over every user namespace), which
+# every sandbox shares; one sandbox's processes, each adding its 500 descriptors to 500 epoll instances, held them
+# all within seconds, and no other sandbox could start an event loop (asyncio registers its wake-up pipe at once):
+# every other scenario's worker died at start. A sandbox without network gets none: Python's ``selectors`` tries
+# epoll at import and, refused, makes poll the default (``init.py`` does it for its own interpreter, which imported
+# ``selectors`` before the filter): asyncio's loops poll, which the kernel counts nowhere. (A
+# server with network — MCP-Universe's, on Node — keeps epoll; docs/containment.md says so.)
+EPOLL = ("epoll_create", "epoll_create1")
 
 
 # kernel objects that outlive the process that made them, shared by every process of one IPC namespace (SysV
@@ -150,10 +161,10 @@ def deny(names: tuple[str, ...]) -> None:
         _load(lib, ctx)
 
 
-def _build(export: bool) -> int:
+def _build(export: bool, epoll: bool = True) -> int:
     with _filter() as (lib, ctx, rule):
         eperm = ACT_ERRNO | errno.EPERM
-        for name in DENIED:
+        for name in DENIED + (() if epoll else EPOLL):
             rule(eperm, name)
         rule(ACT_ERRNO | errno.ENOSYS, "clone3")  # its flags live in memory a filter cannot read
         for flag in NAMESPACE_FLAGS:

@@ -32,7 +32,15 @@ from typing import Any
 
 from awm_engine.sandbox import host as sandbox_host
 from awm_engine.sandbox import limits, safe_fs
-from awm_engine.sandbox.launcher import Sandbox, SandboxPolicy, kill_tree, private_dir, remove_dir, sandbox_ids
+from awm_engine.sandbox.launcher import (
+    FORK_HOST_FILES,
+    Sandbox,
+    SandboxPolicy,
+    kill_tree,
+    private_dir,
+    remove_dir,
+    sandbox_ids,
+)
 
 ENV_SWITCH = "AWM_VERIFIER_HOST"
 OFF, ON = ("0", "false", "no", "off"), ("1", "true", "yes", "on")
@@ -81,7 +89,8 @@ class VerifierHost:
         safe_fs.mark_untrusted(self.work)
         per_job = (memory_mb or 1024) + 128
         self.sandbox = Sandbox(SandboxPolicy(writable=[str(self.work)], memory_mb=per_job * parallel + 512,
-                                             max_procs=64 + 8 * parallel, env={"AWM_VERIFIER_PARALLEL": str(parallel)}),
+                                             max_procs=64 + 8 * parallel, env={"AWM_VERIFIER_PARALLEL": str(parallel)},
+                                             open_files_hard=FORK_HOST_FILES),
                                "verifiers")
         self.lock = threading.Lock()
         self.pending: dict[str, Future] = {}

@@ -22,6 +22,7 @@ from typing import Any
 
 from awm_engine.bench.bfcl import wheel
 from awm_engine.sandbox.launcher import (
+    FORK_HOST_FILES,
     Sandbox,
     SandboxPolicy,
     default_memory_mb,
@@ -78,7 +79,8 @@ class CheckerHost:
         env = {"AWM_BFCL_PROJECT_ROOT": str(root), "AWM_BFCL_WORKERS": str(workers)}
         # each worker holds the data of the categories it has seen and the backends of one entry (~300 MB at most)
         memory = max(4096, default_memory_mb("worker"), 1024 + 512 * workers)
-        self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=memory, max_procs=512, env=env), "bfcl")
+        self.sandbox = Sandbox(SandboxPolicy(writable=[str(root)], memory_mb=memory, max_procs=512, env=env,
+                                             open_files_hard=FORK_HOST_FILES), "bfcl")
         self.proc = self.sandbox.popen([sys.executable, "-m", "awm_engine.bench.bfcl.host"], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
