@@ -41,9 +41,10 @@ def test_a_stop_right_after_a_handler_that_would_not_stop_keeps_a_warm_workers_d
     null), while the server printed ``stopped; databases in …`` and exited 0."""
     data = make_env_dir(tmp_path / "data", {"tiny": slow_write(60)})
     first, _ = _serve(data, tmp_path / "first")
+    # asked by the first server once it serves (a stop before the service it started listens loses the ask)
+    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
     first.send_signal(signal.SIGINT)
     assert first.wait(timeout=120) == 0
-    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
     out = tmp_path / "second"
     proc, port = _serve(data, out, "--timeout", "1")
     assert json.loads((out / "session.json").read_text())["worker"] == "warm"
@@ -154,9 +155,10 @@ def test_a_warm_server_killed_outright_leaves_its_databases_in_the_session(tmp_p
     into the session directory first."""
     data = make_env_dir(tmp_path / "data", {"tiny": ""})
     first, _ = _serve(data, tmp_path / "first")
+    # asked by the first server once it serves (a stop before the service it started listens loses the ask)
+    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
     first.send_signal(signal.SIGINT)
     assert first.wait(timeout=120) == 0
-    until(lambda: "bound to 'tiny'" in log(service_dir), "a spare bound to the scenario")
     out = tmp_path / "second"
     proc, port = _serve(data, out)
     assert json.loads((out / "session.json").read_text())["worker"] == "warm"
