@@ -201,3 +201,18 @@ def test_the_demo_takes_any_free_port(tmp_path):
                            "--port", "0"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "verdict: complete (reward 1.0)" in done.stdout
+
+
+def test_a_broken_pipe_of_the_verbs_own_is_not_taken_for_a_reader_that_stopped(tmp_path):
+    """Only a stdout nobody reads is quiet: a ``BrokenPipeError`` of another pipe the verb writes (a worker gone)
+    while stdout is read is the verb's error, shown as such, never hidden behind a quiet exit 1."""
+    code = ("import sys\n"
+            "def broken(args):\n    raise BrokenPipeError(32, 'a pipe of the verb')\n"
+            "import argparse\nimport awm_engine.cli as c\n"
+            "parse = argparse.ArgumentParser.parse_args\n"
+            "def parsed(self, *a, **k):\n    args = parse(self, *a, **k)\n    args.func = broken\n    return args\n"
+            "argparse.ArgumentParser.parse_args = parsed\n"
+            "sys.exit(c.main(['catalog', 'list']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "a pipe of the verb" in done.stderr, done.stderr
+    assert done.returncode != 0

@@ -122,12 +122,26 @@ def _main(argv: list[str], resuming: bool) -> int:
         stderr.print("terminated" if isinstance(exc, Terminated) else "interrupted")
         return interrupted_code(exc)
     except BrokenPipeError:  # stdout closed before the output ended (``awm replay RUN | head``): quietly, exit 1,
-        try:  # as rich's console does for what it prints (plain lines and JSON raised a traceback)
+        if not _stdout_gone():  # as rich's console does for what it prints (plain lines and JSON raised a traceback)
+            raise  # another pipe or socket of the verb's: its error, not a reader that stopped reading
+        try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush of stdout writes nowhere
         except (OSError, ValueError):
             pass
         return 1
+
+
+def _stdout_gone() -> bool:
+    """Nothing reads this process's stdout any more (a pipe whose reader closed, a socket its peer shut)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 if __name__ == "__main__":
