@@ -271,3 +271,20 @@ def test_verifiers_run_on_their_own_threads_and_runs_record_the_sandbox(tmp_path
     trajectory = json.loads((tmp_path / "run" / "rollouts" / "maple_library_lending" / "0_0" /
                              "trajectory.json").read_text())
     assert trajectory["awm"]["sandbox"] == meta["sandbox"]
+
+
+async def test_an_episode_opened_right_after_its_worker_died_opens_on_a_new_one(tmp_path):
+    """A worker that died after its last episode closed (what that episode's code did to it, a kill) is seen dead
+    only when the next ``open`` goes to it: that open used to fail (``EnvLoadError: … worker 0 exited``, seen in
+    CI after an episode whose code held file leases). A new episode has nothing on the dead worker: it is opened
+    on its replacement."""
+    catalog = Catalog.load([make_env_dir(tmp_path / "d", {"Good": ""})])
+    async with EnvPool(workers=1) as pool:
+        for _ in range(3):
+            episode = await pool.open_episode(catalog.get("good"))
+            await episode.close()
+            os.kill(pool.workers[0].proc.pid, signal.SIGKILL)  # no await between the kill and the open
+            episode = await asyncio.wait_for(pool.open_episode(catalog.get("good")), 120)
+            result = await _settled_call(episode, "list_notes")
+            assert [n["text"] for n in json.loads(result.text)["notes"]] == ["first", "second"]
+            await episode.close()

@@ -1042,15 +1042,22 @@ class EnvPool:
                 data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
                                             attach=attach, schema_check=schema_check, **extra)
             except WorkerError as exc:
-                if exc.kind != "TemplateTampered":
+                # a worker that died before it answered (its death seen only now: what an earlier episode's code
+                # did to it, or a kill) is replaced and asked once more; a new episode has nothing on it yet
+                retry = exc.kind == "TemplateTampered" or (exc.kind == "worker_died" and not attach)
+                if not retry:
                     raise EnvLoadError(f"{scenario.key}: the episode could not be opened: {exc}",
                                        scenario.key) from None
-                # earlier code wrote to what episodes start from: a fresh worker loads it again from the cache
-                await self._restart(worker, worker.generation)
+                # (TemplateTampered: earlier code wrote to what episodes start from: a fresh worker loads it again)
+                await self._restart(worker, opened_on)
                 loaded = await self._load(worker, scenario)
                 opened_on = worker.generation
-                data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
-                                            attach=attach, schema_check=schema_check)
+                try:
+                    data = await worker.request("open", scenario=scenario.key, run_dir=str(live), episode=episode_id,
+                                                attach=attach, schema_check=schema_check, **extra)
+                except WorkerError as again:
+                    raise EnvLoadError(f"{scenario.key}: the episode could not be opened: {again}",
+                                       scenario.key) from None
         finally:
             worker.opening -= 1
         info = EpisodeInfo(episode_id, scenario.key, run_dir, live)
