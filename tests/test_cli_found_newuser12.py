@@ -31,6 +31,20 @@ def _wait_for(condition, what: str, limit: float = 300) -> None:
         time.sleep(0.1)
 
 
+def _signal_at_first_request(llm, proc, signum) -> tuple[str, str]:
+    """Send ``signum`` to ``proc`` once the scripted model has its first request; what it printed (killed if it
+    does not end)."""
+    try:
+        _wait_for(lambda: llm.requests or proc.poll() is not None, "the first model request")
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signum)
+        return proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def test_ctrl_c_in_eval_run_says_interrupted_before_where_the_finished_rollouts_are(tmp_path):
     """SIGINT to a running `awm eval run`: it printed `: finished rollouts are in …/results.jsonl; continue with: …`
     — the message began with a bare colon, since an empty KeyboardInterrupt is truthy (`exc or 'interrupted'`)."""
@@ -38,15 +52,7 @@ def test_ctrl_c_in_eval_run_says_interrupted_before_where_the_finished_rollouts_
     with FakeLLMServer(script) as llm:
         proc = _awm_process("eval", "run", "--policy", "llm", "--model", "scripted", "--base-url", llm.url,
                             "--scenario", "maple_library_lending", "--task", "3", "--out", str(tmp_path / "run"))
-        try:
-            _wait_for(lambda: llm.requests or proc.poll() is not None, "the rollout's first model request")
-            assert proc.poll() is None, proc.communicate()
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=300)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+        out, err = _signal_at_first_request(llm, proc, signal.SIGINT)
     assert proc.returncode == 130, err
     assert "interrupted: finished rollouts are in" in err, err
     assert "\n: finished" not in "\n" + err, err
@@ -111,15 +117,7 @@ def test_sigterm_to_bench_mcp_universe_run_cleans_up_and_says_how_to_resume(tmp_
         proc = _awm_process("bench", "mcp-universe", "run", "--mcp-universe", str(configs), "--task",
                             "playwright_sports_task_0001", "--servers", str(servers), "--model", "scripted",
                             "--base-url", llm.url, "--simulation", "--out", str(out))
-        try:
-            _wait_for(lambda: llm.requests or proc.poll() is not None, "the task's first model request")
-            assert proc.poll() is None, proc.communicate()
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=300)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+        _, err = _signal_at_first_request(llm, proc, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "terminated: finished tasks are in" in err and f"--resume {out}" in err, err
     left = [path for path in Path(tempfile.gettempdir()).glob("awm_*")
